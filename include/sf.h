@@ -1,0 +1,196 @@
+/*
+ * sf.h - libsf, a lazy work-stealing task runtime for C11.
+ *
+ * libsf brings Sonic Field's lazy scheduler to C. sf_do() wraps a closure in a
+ * future and queues it in the calling thread's pending queue: nothing runs yet.
+ * sf_get() submits the thread's pending tasks and returns the result, running
+ * whatever it must meanwhile. A soft cap on busy pool workers makes tasks beyond
+ * it run inline in the thread that needs them, so nested gets can never exhaust
+ * the pool, and a get that would block runs other pending work instead of
+ * sleeping.
+ *
+ *     static void *fib(void *arg) {
+ *         long n = (long)arg;
+ *         if (n < 2) return (void *)n;
+ *         sf_future *a = sf_do(fib, (void *)(n - 1));   // queued, not run
+ *         long b = (long)fib((void *)(n - 2));
+ *         long r = (long)sf_get(a) + b;                  // dispatches, helps, waits
+ *         sf_release(a);
+ *         return (void *)r;
+ *     }
+ *
+ * Threads. SF_THREADS (or sf_config.threads) is the number of threads that run
+ * tasks at once, the thread calling sf_get included, counted the way oneTBB and
+ * OpenMP count them: the pool has SF_THREADS - 1 workers. Any thread may call
+ * any function here; a thread that is not a pool worker simply runs tasks
+ * itself while it gets.
+ *
+ * Errors. Functions that can fail return -1 or NULL and set errno; the runtime
+ * stays usable after any failure. Bad environment values are reported with one
+ * line on stderr naming the variable, and the documented default is used.
+ *
+ * Thread safety. Every function is thread-safe, except sf_init() and
+ * sf_shutdown(), which must not race with other calls into libsf.
+ */
+#ifndef SF_H
+#define SF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SF_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SF_EXPORT __attribute__((visibility("default")))
+#else
+#define SF_EXPORT
+#endif
+
+/* The most threads SF_THREADS or sf_config.threads may ask for. */
+#define SF_MAX_THREADS 1024
+
+/* A handle on one task and its result. Opaque; obtained from sf_do(). */
+typedef struct sf_future sf_future;
+
+/* How sf_config.trace is chosen. */
+enum sf_trace_mode {
+    SF_TRACE_FROM_ENV = 0, /* read SF_TRACE (the default of a zeroed config) */
+    SF_TRACE_ON = 1,       /* trace, whatever SF_TRACE says */
+    SF_TRACE_OFF = 2       /* do not trace, whatever SF_TRACE says */
+};
+
+/*
+ * Runtime configuration for sf_init(). A zero-initialised struct means "the
+ * environment, then the defaults" for every field.
+ */
+typedef struct sf_config {
+    /* Threads that run tasks at once, the getting thread included; the pool
+     * gets threads - 1 workers. 0: SF_THREADS, else the number of online CPUs.
+     * Valid: 0..SF_MAX_THREADS. */
+    int threads;
+    /* enum sf_trace_mode. */
+    int trace;
+    /* Where the trace goes. NULL: SF_TRACE_FILE, else stderr. The file is
+     * truncated. */
+    const char *trace_file;
+    /* Stack size of each pool worker in bytes. 0: 8 MiB. Deeply nested gets
+     * run nested on a stack, so deep recursions need deep stacks (the calling
+     * thread's own stack is the operating system's). Valid: 0 or >= 64 KiB. */
+    size_t stack_size;
+} sf_config;
+
+/*
+ * Starts the runtime: reads and validates the configuration and starts the
+ * pool's workers. cfg NULL means a zeroed sf_config (environment, defaults).
+ *
+ * Environment, read once here (or at the first sf_do() when sf_init() was not
+ * called):
+ *   SF_THREADS     threads that run tasks at once, 1..SF_MAX_THREADS;
+ *                  default the number of online CPUs.
+ *   SF_TRACE       1/true/yes/on or 0/false/no/off; default 0.
+ *   SF_TRACE_FILE  a path; the trace goes there instead of stderr.
+ * A bad value prints one line on stderr naming the variable and what is used
+ * instead; it never fails sf_init().
+ *
+ * Returns 0, or -1 with errno:
+ *   EINVAL  a cfg field is out of range (nothing is started);
+ *   EBUSY   the runtime is already running (sf_do() starts it implicitly);
+ *   EAGAIN  a worker thread could not be created (nothing is left running);
+ *   ENOMEM  out of memory.
+ */
+SF_EXPORT int sf_init(const sf_config *cfg);
+
+/*
+ * Stops the runtime. Every task that is still pending (queued by sf_do(),
+ * neither started nor released) is run to completion first, in the calling
+ * thread with the workers' help, so no queued task is lost; then the workers
+ * are joined and all memory is returned. Every future handle is invalid
+ * afterwards, released or not; the next sf_do() or sf_init() starts a fresh
+ * runtime.
+ *
+ * Call it from a thread that is not running a task, after every other thread
+ * has stopped calling libsf. Called from inside a task it prints one line on
+ * stderr and does nothing. Does nothing when the runtime is not running.
+ */
+SF_EXPORT void sf_shutdown(void);
+
+/*
+ * Wraps fn(arg) in a future and queues it in the calling thread's pending
+ * queue. Nothing runs yet: the task starts when this thread calls sf_get() on
+ * any future (which submits all its pending tasks to the pool, oldest first),
+ * or when a thread blocked in sf_get() takes it to help. Starts the runtime
+ * from the environment if it is not running.
+ *
+ * The caller owns one reference to the future and must drop it with
+ * sf_release().
+ *
+ * Returns the future, or NULL with errno EINVAL (fn is NULL), ENOMEM (no memory
+ * for the future) or EAGAIN (implicit start of the runtime failed). A failed
+ * sf_do() leaves the runtime and every other future as they were.
+ */
+SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
+
+/*
+ * Returns fn(arg) of the future's task, running whatever it must first.
+ *
+ * A get submits the calling thread's pending tasks (an idle pool worker may
+ * then take any of them, oldest first), runs the future's task directly if it
+ * has not started yet, and otherwise, while the task runs elsewhere, runs
+ * other pending work (its own pending tasks, then other threads', oldest
+ * first) instead of sleeping. When there is nothing to run it spins briefly,
+ * then sleeps until the task finishes.
+ *
+ * Any thread may call it on any future it holds, any number of times, also
+ * concurrently; every call returns the same value. The task runs exactly once.
+ *
+ * Returns NULL with errno EINVAL if f is NULL.
+ */
+SF_EXPORT void *sf_get(sf_future *f);
+
+/*
+ * Returns 1 if the future's task has finished (sf_get() would not run or wait
+ * for anything), 0 if not, -1 with errno EINVAL if f is NULL. Never runs
+ * anything.
+ */
+SF_EXPORT int sf_is_done(const sf_future *f);
+
+/*
+ * Drops the caller's reference. A future released before its task started is
+ * discarded: the task never runs and nothing leaks. A future released while its
+ * task runs is freed when the task finishes. The handle is invalid afterwards;
+ * release it once, after every sf_get() on it has returned. NULL is ignored.
+ */
+SF_EXPORT void sf_release(sf_future *f);
+
+/* Counters since sf_init(), summed over every thread; see sf_stats_read(). */
+typedef struct sf_stats {
+    int threads;             /* the configured thread count (SF_THREADS) */
+    int workers;             /* pool workers running: threads - 1 */
+    int peak_busy;           /* most pool workers busy with a task at once */
+    uint64_t created;        /* futures made by sf_do() */
+    uint64_t run_inline;     /* tasks run by a get of their own future */
+    uint64_t run_pool;       /* submitted tasks taken by an idle pool worker */
+    uint64_t run_stolen;     /* tasks run by a blocked get, helping */
+    uint64_t discarded;      /* tasks released before they started */
+    uint64_t gets_blocked;   /* gets that found their task running elsewhere */
+    uint64_t sleeps;         /* times a blocked get slept with nothing to run */
+} sf_stats;
+
+/*
+ * Fills *out with the runtime's counters. Exact once every thread is quiet
+ * (no task running, no get in progress); while tasks run, each counter is
+ * a recent value. created == run_inline + run_pool + run_stolen + discarded +
+ * (tasks still pending or running).
+ *
+ * Returns 0, or -1 with errno EINVAL (out is NULL) or ESRCH (runtime not
+ * running).
+ */
+SF_EXPORT int sf_stats_read(sf_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SF_H */

@@ -1,0 +1,91 @@
+/*
+ * config.c - the configuration: sf_config fields, then the environment, then
+ * the defaults, each validated once at start.
+ *
+ * A bad sf_config field is API misuse: sf_init() fails with EINVAL. A bad
+ * environment value is a user's typo: one line on stderr naming the variable,
+ * the value and what is used instead, and the runtime starts anyway.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define DEFAULT_STACK (8u * 1024 * 1024)
+#define MIN_STACK (64u * 1024)
+
+static int online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > SF_MAX_THREADS ? SF_MAX_THREADS : (int)n;
+}
+
+static int env_threads(void)
+{
+    int def = online_cpus();
+    const char *v = getenv("SF_THREADS");
+    if (v == NULL)
+        return def;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0 || n < 1 || n > SF_MAX_THREADS) {
+        fprintf(stderr,
+                "libsf: SF_THREADS='%s' is not a whole number from 1 to %d; using %d (the "
+                "number of online CPUs)\n",
+                v, SF_MAX_THREADS, def);
+        return def;
+    }
+    return (int)n;
+}
+
+static bool env_trace(void)
+{
+    const char *v = getenv("SF_TRACE");
+    if (v == NULL)
+        return false;
+    static const char *const on[] = {"1", "true", "yes", "on"};
+    static const char *const off[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        if (strcasecmp(v, on[i]) == 0)
+            return true;
+        if (strcasecmp(v, off[i]) == 0)
+            return false;
+    }
+    fprintf(stderr, "libsf: SF_TRACE='%s' is not one of 1/0/true/false/yes/no/on/off; "
+                    "tracing stays off\n", v);
+    return false;
+}
+
+int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
+{
+    static const sf_config zero;
+    if (cfg == NULL)
+        cfg = &zero;
+    if (cfg->threads < 0 || cfg->threads > SF_MAX_THREADS ||
+        cfg->trace < SF_TRACE_FROM_ENV || cfg->trace > SF_TRACE_OFF ||
+        (cfg->stack_size != 0 && cfg->stack_size < MIN_STACK)) {
+        errno = EINVAL;
+        return -1;
+    }
+    out->threads = cfg->threads != 0 ? cfg->threads : env_threads();
+    out->trace = cfg->trace == SF_TRACE_ON ||
+                 (cfg->trace == SF_TRACE_FROM_ENV && env_trace());
+    out->stack_size = cfg->stack_size != 0 ? cfg->stack_size : DEFAULT_STACK;
+    out->trace_file = NULL;
+    out->trace_file_from_env = false;
+    const char *path = cfg->trace_file;
+    if (path == NULL && (path = getenv("SF_TRACE_FILE")) != NULL)
+        out->trace_file_from_env = true;
+    if (out->trace && path != NULL && (out->trace_file = strdup(path)) == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}

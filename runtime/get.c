@@ -1,0 +1,193 @@
+/*
+ * get.c - sf_get: submit, run directly, help, and only then sleep.
+ *
+ * A get on future f:
+ *  1. f DONE: return its value.
+ *  2. Submit every task this thread queued since its last get (pending.h):
+ *     idle pool workers may now take them, oldest first.
+ *  3. f PENDING, in this thread's queue or any other: claim it and run it
+ *     here (wait inlining, seed 001; direct execution at the cap, seed 003).
+ *  4. f RUNNING elsewhere: help. Run this thread's own newest pending task,
+ *     else the oldest pending task of another thread (the global pending set),
+ *     and look at f again after each. With nothing to run: spin, yield, then
+ *     sleep on f's state word until the runner wakes us, with a timeout that
+ *     makes us look for new work now and then.
+ *
+ * Deadlock freedom (the "embrace of meh"). A get can only wait for a task that
+ * some thread is running, never for one that nobody will start: a task not
+ * yet started is PENDING, and a PENDING task is (pending.h invariant)
+ * referenced from its queue's [top, bottom), which step 4 scans on every
+ * thread, or is f itself, which step 3 claims. So a waiting thread always
+ * either runs something or waits on a task that is running. Nothing here
+ * needs a free pool worker: every task can run in the thread that needs it,
+ * so a pool of any size, even none, finishes any computation whose gets form
+ * no cycle. (As in every help-first runtime, a thread that runs a task while
+ * it waits cannot return to its own wait before that task ends; a program in
+ * which that helped task waits, directly or not, for the waiting thread's own
+ * unfinished frame - which only happens when futures are handed to tasks that
+ * did not make them - can stall. Fork-join code, where each task gets only
+ * the futures it made or was given by its maker, cannot.)
+ */
+#include "pending.h"
+
+#include <ck_pr.h>
+#include <errno.h>
+#include <sched.h>
+
+#define SPIN_ROUNDS 64      /* looks for work with pauses before yielding */
+#define YIELD_ROUNDS 16     /* then looks after sched_yield before sleeping */
+#define NAP_MIN_NS 200000L  /* first sleep; doubles up to NAP_MAX_NS */
+#define NAP_MAX_NS 20000000L
+#define STEAL_SCAN 64       /* slots looked at per victim queue */
+
+static bool help(struct sf__thread *t)
+{
+    uint64_t claimed;
+    int from = t->id;
+    sf_future *g = sf__pending_pop_own(t, &claimed);
+    if (g == NULL) {
+        int n = sf__registry_count();
+        if (n > 1) {
+            /* xorshift: spread thieves over victims. */
+            uint32_t x = t->rng;
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            t->rng = x;
+            for (int k = 0, i = (int)(x % (unsigned)n); k < n && g == NULL;
+                 k++, i = i + 1 == n ? 0 : i + 1) {
+                struct sf__thread *v = sf__registry_get(i);
+                if (v != t && (g = sf__pending_steal(v, false, STEAL_SCAN, &claimed)) != NULL)
+                    from = v->id;
+            }
+        }
+        if (g == NULL)
+            return false;
+    }
+    SF__TRACE(t, "Steal\t" SF__TASK_FMT "\t%d", SF__TASK_ARGS(claimed), from);
+    sf__run(t, g, claimed, SF__HOW_STEAL);
+    return true;
+}
+
+/* Sleeps until f is DONE or nap_ns pass. */
+static void sleep_on(struct sf__thread *t, sf_future *f, long nap_ns)
+{
+    /* Relaxed RMWs: the heavy fence below orders them before our reading of
+     * the state, which is all the Dekker pair with sf__run needs. */
+    atomic_fetch_add_explicit(&f->waiters, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sf__rt.asleep, 1, memory_order_relaxed);
+    SF__BUMP(t->c_sleeps);
+    if (SF__UNLIKELY(sf__rt.trace)) {
+        uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+        sf__trace(t, "Sleep\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+        sf__trace_flush(t); /* a sleeping thread's lines should be readable */
+    }
+    /* Pairs with sf__fence_light in sf__run: either the runner sees our
+     * waiters count and wakes us, or we see its DONE here. */
+    sf__fence_heavy();
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (sf__status(s) != SF__DONE)
+        /* The kernel compares the word again, so a DONE stored after our
+         * load makes this return at once. */
+        sf__futex_wait(sf__futex_word(f), (uint32_t)s, nap_ns);
+    atomic_fetch_sub_explicit(&sf__rt.asleep, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
+    SF__TRACE(t, "Wake\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+}
+
+static void *get_slow(struct sf__thread *t, sf_future *f)
+{
+    unsigned rounds = 0;
+    bool blocked = false, dry = false;
+    long nap = NAP_MIN_NS;
+    for (;;) {
+        /* Acquire: DONE makes the runner's val visible. */
+        uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+        uint64_t st = sf__status(s);
+        if (st == SF__DONE)
+            break;
+        if (st == SF__PENDING) {
+            uint64_t run = (s & ~SF__STATUS_MASK) | SF__RUNNING;
+            if (atomic_compare_exchange_strong_explicit(&f->state, &s, run,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                sf__pending_forget(t, f);
+                sf__run(t, f, run, SF__HOW_INLINE);
+                break;
+            }
+            continue;
+        }
+        if (st != SF__RUNNING) { /* FREE: the caller released it before getting */
+            errno = EINVAL;
+            return NULL;
+        }
+        if (!blocked) {
+            blocked = true;
+            SF__BUMP(t->c_blocked);
+        }
+        if (help(t)) {
+            rounds = 0;
+            dry = false;
+            nap = NAP_MIN_NS;
+            continue;
+        }
+        if (!dry) {
+            dry = true;
+            SF__TRACE(t, "Non Pending\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+        }
+        if (rounds < SPIN_ROUNDS) {
+            rounds++;
+            for (int i = 0; i < 16; i++)
+                ck_pr_stall();
+            continue;
+        }
+        if (rounds < SPIN_ROUNDS + YIELD_ROUNDS) {
+            rounds++;
+            sched_yield();
+            continue;
+        }
+        sleep_on(t, f, nap);
+        nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
+    }
+    if (SF__UNLIKELY(sf__rt.trace)) {
+        uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+        sf__trace(t, "GDone\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+    }
+    return f->val;
+}
+
+SF_EXPORT void *sf_get(sf_future *f)
+{
+    if (SF__UNLIKELY(f == NULL)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Acquire: DONE makes the runner's val visible. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    if (sf__status(s) == SF__DONE) {
+        if (SF__UNLIKELY(sf__rt.trace)) {
+            struct sf__thread *t = sf__self();
+            if (t != NULL)
+                sf__trace(t, "Get\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+        }
+        return f->val;
+    }
+    struct sf__thread *t = sf__self();
+    if (SF__UNLIKELY(t == NULL))
+        return NULL;
+    SF__TRACE(t, "GStart\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+    sf__pending_submit(t);
+    if (SF__LIKELY(sf__status(s) == SF__PENDING)) {
+        /* The fast path of fork-join code: f is this thread's newest pending
+         * task. Claim it and run it here. */
+        uint64_t run = (s & ~SF__STATUS_MASK) | SF__RUNNING;
+        if (SF__LIKELY(atomic_compare_exchange_strong_explicit(
+                &f->state, &s, run, memory_order_acquire, memory_order_relaxed))) {
+            sf__pending_forget(t, f);
+            sf__run(t, f, run, SF__HOW_INLINE);
+            SF__TRACE(t, "GDone\t" SF__TASK_FMT, SF__TASK_ARGS(run));
+            return f->val;
+        }
+    }
+    return get_slow(t, f);
+}
