@@ -29,7 +29,6 @@
 
 #define SLAB_BYTES (64 * 1024)
 #define SLAB_FUTURES ((SLAB_BYTES - 64) / sizeof(sf_future))
-#define SPILL_AT 16384 /* a thread's free list longer than this spills half */
 
 struct slab {
     struct slab *next;
@@ -53,7 +52,7 @@ sf_future *sf__future_refill(struct sf__thread *t)
          * whole stash back and forth. */
         size_t n = 0;
         sf_future *head = stash, *last = stash;
-        while (last->u.next != NULL && ++n < SPILL_AT / 2)
+        while (last->u.next != NULL && ++n < SF__SPILL_AT / 2)
             last = last->u.next;
         stash = last->u.next;
         nstash -= n + 1 > nstash ? nstash : n + 1;
@@ -80,33 +79,33 @@ sf_future *sf__future_refill(struct sf__thread *t)
     return t->free;
 }
 
+void sf__future_spill(struct sf__thread *t)
+{
+    sf_future *head = t->free, *last = head;
+    for (size_t i = 1; i < SF__SPILL_AT / 2; i++)
+        last = last->u.next;
+    t->free = last->u.next;
+    t->nfree -= SF__SPILL_AT / 2;
+    pthread_mutex_lock(&slab_lock);
+    last->u.next = stash;
+    stash = head;
+    nstash += SF__SPILL_AT / 2;
+    pthread_mutex_unlock(&slab_lock);
+}
+
 void sf__future_free(struct sf__thread *t, sf_future *f)
 {
-    /* Relaxed: FREE is never the expected value of a claim, and the future's
-     * next user publishes it afresh with a release store (sf__pending_push). */
-    atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
-    if (t == NULL) { /* a thread that could not register: give it to all */
-        pthread_mutex_lock(&slab_lock);
-        f->u.next = stash;
-        stash = f;
-        nstash++;
-        pthread_mutex_unlock(&slab_lock);
+    if (t != NULL) {
+        sf__future_put(t, f);
         return;
     }
-    f->u.next = t->free;
-    t->free = f;
-    if (SF__UNLIKELY(++t->nfree > SPILL_AT)) {
-        sf_future *head = t->free, *last = head;
-        for (size_t i = 1; i < SPILL_AT / 2; i++)
-            last = last->u.next;
-        t->free = last->u.next;
-        t->nfree -= SPILL_AT / 2;
-        pthread_mutex_lock(&slab_lock);
-        last->u.next = stash;
-        stash = head;
-        nstash += SPILL_AT / 2;
-        pthread_mutex_unlock(&slab_lock);
-    }
+    /* A thread that could not register: give it to all. */
+    atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
+    pthread_mutex_lock(&slab_lock);
+    f->u.next = stash;
+    stash = f;
+    nstash++;
+    pthread_mutex_unlock(&slab_lock);
 }
 
 void sf__slabs_free_all(void)
@@ -140,27 +139,21 @@ void sf__run(struct sf__thread *t, sf_future *f, uint64_t claimed, enum sf__how 
      * recycled, so only the local copy of its state names it afterwards. */
     SF__TRACE(t, "FDone\t" SF__TASK_FMT, SF__TASK_ARGS(claimed));
     f->val = r;
-    uint64_t done = (claimed & ~(SF__STATUS_MASK | SF__ORPHAN)) | SF__DONE;
-    if (how == SF__HOW_INLINE) {
-        /* Release: getters that load DONE (acquire) see val. */
-        atomic_store_explicit(&f->state, done, memory_order_release);
-        /* Dekker with a sleeping getter (get.c, sleep_on): light fence here,
-         * heavy fence there; one of us sees the other's write. */
-        sf__fence_light();
-    } else {
-        /* acq_rel: release publishes val; acquire takes over a future that
-         * sf_release() orphaned, to free it. */
-        uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
-        if (old & SF__ORPHAN) {
-            /* Nobody holds it and nobody may get it: ours to free. */
-            sf__future_free(t, f);
-            return;
-        }
+    /* acq_rel: release publishes val; acquire takes over a future that
+     * sf_release() orphaned, to free it. (SF__HOW_INLINE goes through
+     * sf__run_inline instead, internal.h.) */
+    uint64_t old = atomic_exchange_explicit(
+        &f->state, (claimed & ~(SF__STATUS_MASK | SF__ORPHAN)) | SF__DONE, memory_order_acq_rel);
+    if (old & SF__ORPHAN) {
+        /* Nobody holds it and nobody may get it: ours to free. */
+        sf__future_free(t, f);
+        return;
     }
-    /* Relaxed: ordered by the fence pair (or the exchange). After DONE the
-     * owner may already have recycled f; then this reads another incarnation's
-     * count and at worst wakes its sleepers spuriously (they recheck), which
-     * type-stable memory makes safe. */
+    /* Relaxed: ordered by the exchange (a full barrier) against the
+     * sleeper's heavy fence. After DONE the owner may already have recycled
+     * f; then this reads another incarnation's count and at worst wakes its
+     * sleepers spuriously (they recheck), which type-stable memory makes
+     * safe. */
     if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0)
         sf__futex_wake(sf__futex_word(f), INT_MAX);
 }
@@ -214,14 +207,16 @@ SF_EXPORT void sf_release(sf_future *f)
     for (;;) {
         switch (sf__status(s)) {
         case SF__DONE:
-            sf__future_free(t, f);
+            if (SF__LIKELY(t != NULL))
+                sf__future_put(t, f);
+            else
+                sf__future_free(NULL, f);
             return;
         case SF__PENDING:
             /* Claim it for nobody: the task never runs. Its queue slot goes
              * stale and is dropped by the queue's owner. */
-            if (atomic_compare_exchange_weak_explicit(&f->state, &s, SF__FREE,
-                                                      memory_order_acquire,
-                                                      memory_order_acquire)) {
+            if (t != NULL && sf__tag_owner(s) == t->id ? sf__own_claim(t, f, &s, SF__FREE)
+                                                        : sf__foreign_claim(f, &s, SF__FREE)) {
                 if (t != NULL) {
                     SF__BUMP(t->c_discarded);
                     SF__TRACE(t, "Discard\t" SF__TASK_FMT, SF__TASK_ARGS(s));

@@ -57,7 +57,8 @@ static bool help(struct sf__thread *t)
             for (int k = 0, i = (int)(x % (unsigned)n); k < n && g == NULL;
                  k++, i = i + 1 == n ? 0 : i + 1) {
                 struct sf__thread *v = sf__registry_get(i);
-                if (v != t && (g = sf__pending_steal(v, false, STEAL_SCAN, &claimed)) != NULL)
+                if (v != t &&
+                    (g = sf__pending_steal(v, SF__SCAN_HELP, STEAL_SCAN, &claimed)) != NULL)
                     from = v->id;
             }
         }
@@ -108,11 +109,11 @@ static void *get_slow(struct sf__thread *t, sf_future *f)
             break;
         if (st == SF__PENDING) {
             uint64_t run = (s & ~SF__STATUS_MASK) | SF__RUNNING;
-            if (atomic_compare_exchange_strong_explicit(&f->state, &s, run,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                sf__pending_forget(t, f);
-                sf__run(t, f, run, SF__HOW_INLINE);
+            bool mine = sf__tag_owner(s) == t->id;
+            if (mine ? sf__own_claim(t, f, &s, run) : sf__foreign_claim(f, &s, run)) {
+                if (mine)
+                    sf__pending_forget(t, f);
+                sf__run_inline(t, f, run, sf__rt.trace);
                 break;
             }
             continue;
@@ -125,6 +126,7 @@ static void *get_slow(struct sf__thread *t, sf_future *f)
             blocked = true;
             SF__BUMP(t->c_blocked);
         }
+        sf__pending_poll(t); /* thieves may be waiting for our private tasks */
         if (help(t)) {
             rounds = 0;
             dry = false;
@@ -156,6 +158,36 @@ static void *get_slow(struct sf__thread *t, sf_future *f)
     return f->val;
 }
 
+/* The body of sf_get, specialised twice by the compiler: traced is a
+ * constant, so the untraced copy carries no trace test at all. */
+static inline __attribute__((always_inline)) void *get(sf_future *f, uint64_t s, bool traced)
+{
+    struct sf__thread *t = sf__self();
+    if (SF__UNLIKELY(t == NULL))
+        return NULL;
+    if (sf__status(s) == SF__DONE) { /* traced only: the caller returns DONE */
+        sf__trace(t, "Get\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+        return f->val;
+    }
+    if (traced)
+        sf__trace(t, "GStart\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+    sf__pending_poll(t);
+    sf__pending_submit(t);
+    if (SF__LIKELY(sf__pending_here(s, t->id))) {
+        /* The fast path of fork-join code: f is this thread's newest pending
+         * task, usually private. Claim it and run it here. */
+        uint64_t run = (s & ~SF__STATUS_MASK) | SF__RUNNING;
+        if (SF__LIKELY(sf__own_claim(t, f, &s, run))) {
+            sf__pending_forget(t, f);
+            sf__run_inline(t, f, run, traced);
+            if (traced)
+                sf__trace(t, "GDone\t" SF__TASK_FMT, SF__TASK_ARGS(run));
+            return f->val;
+        }
+    }
+    return get_slow(t, f);
+}
+
 SF_EXPORT void *sf_get(sf_future *f)
 {
     if (SF__UNLIKELY(f == NULL)) {
@@ -164,30 +196,9 @@ SF_EXPORT void *sf_get(sf_future *f)
     }
     /* Acquire: DONE makes the runner's val visible. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
-    if (sf__status(s) == SF__DONE) {
-        if (SF__UNLIKELY(sf__rt.trace)) {
-            struct sf__thread *t = sf__self();
-            if (t != NULL)
-                sf__trace(t, "Get\t" SF__TASK_FMT, SF__TASK_ARGS(s));
-        }
+    if (SF__UNLIKELY(sf__rt.trace))
+        return get(f, s, true);
+    if (sf__status(s) == SF__DONE)
         return f->val;
-    }
-    struct sf__thread *t = sf__self();
-    if (SF__UNLIKELY(t == NULL))
-        return NULL;
-    SF__TRACE(t, "GStart\t" SF__TASK_FMT, SF__TASK_ARGS(s));
-    sf__pending_submit(t);
-    if (SF__LIKELY(sf__status(s) == SF__PENDING)) {
-        /* The fast path of fork-join code: f is this thread's newest pending
-         * task. Claim it and run it here. */
-        uint64_t run = (s & ~SF__STATUS_MASK) | SF__RUNNING;
-        if (SF__LIKELY(atomic_compare_exchange_strong_explicit(
-                &f->state, &s, run, memory_order_acquire, memory_order_relaxed))) {
-            sf__pending_forget(t, f);
-            sf__run(t, f, run, SF__HOW_INLINE);
-            SF__TRACE(t, "GDone\t" SF__TASK_FMT, SF__TASK_ARGS(run));
-            return f->val;
-        }
-    }
-    return get_slow(t, f);
+    return get(f, s, false);
 }

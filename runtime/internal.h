@@ -94,6 +94,7 @@ struct sf__thread;
 
 sf_future *sf__future_refill(struct sf__thread *t);
 void sf__future_free(struct sf__thread *t, sf_future *f);
+void sf__future_spill(struct sf__thread *t);
 void sf__run(struct sf__thread *t, sf_future *f, uint64_t claimed, enum sf__how how);
 void sf__slabs_free_all(void);
 
@@ -111,9 +112,15 @@ struct sf__pending {
     _Atomic uint64_t top;      /* oldest slot that may still hold a pending task */
     _Atomic uint64_t bottom;   /* next slot to fill */
     _Atomic uint64_t sub_seq;  /* tasks of this thread with seq < sub_seq are submitted */
+    _Atomic uint64_t pub_seq;  /* ... with seq < pub_seq are public: claimable by CAS */
     _Atomic(struct sf__ring *) ring;
-    /* Owner only. */
-    uint64_t seq;              /* next push counter, record id in the high bits */
+    _Atomic(sf_future *) claiming; /* private future the owner is claiming */
+    uint64_t seq;              /* next push counter, record id in the high bits (owner only) */
+
+    /* Written by other threads (rarely), read by the owner at every call. */
+    _Alignas(64) _Atomic int want;  /* someone wants the private tasks published */
+    _Atomic(sf_future *) foreign;   /* private future another thread is claiming */
+    pthread_mutex_t flock;          /* one foreign claimer at a time */
 };
 
 /* ---------------------------------------------------------------------------
@@ -249,6 +256,44 @@ static inline struct sf__thread *sf__self(void)
                    sf__tls.gen == atomic_load_explicit(&sf__rt.gen, memory_order_relaxed)))
         return t;
     return sf__self_slow();
+}
+
+/* sf__future_free for a registered thread, inlined into the hot paths. */
+#define SF__SPILL_AT 16384 /* a thread's free list longer than this spills half */
+static inline void sf__future_put(struct sf__thread *t, sf_future *f)
+{
+    /* Relaxed: FREE is never the expected value of a claim, and the future's
+     * next user publishes it afresh with a release store (sf__pending_push). */
+    atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
+    f->u.next = t->free;
+    t->free = f;
+    if (SF__UNLIKELY(++t->nfree > SF__SPILL_AT))
+        sf__future_spill(t);
+}
+
+/* sf__run for SF__HOW_INLINE, inlined into sf_get: the runner is inside
+ * sf_get() of f itself (see future.c on completion). */
+static inline void sf__run_inline(struct sf__thread *t, sf_future *f, uint64_t claimed,
+                                  bool traced)
+{
+    SF__BUMP(t->c_inline);
+    if (traced)
+        sf__trace(t, "FStart\t" SF__TASK_FMT "\tinline", SF__TASK_ARGS(claimed));
+    t->depth++;
+    void *r = f->u.fn(f->val);
+    t->depth--;
+    if (traced)
+        sf__trace(t, "FDone\t" SF__TASK_FMT, SF__TASK_ARGS(claimed));
+    f->val = r;
+    /* Release: getters that load DONE (acquire) see val. */
+    atomic_store_explicit(&f->state, (claimed & ~(SF__STATUS_MASK | SF__ORPHAN)) | SF__DONE,
+                          memory_order_release);
+    /* Dekker with a sleeping getter (get.c, sleep_on): light fence here,
+     * heavy fence there; one of us sees the other's write. Relaxed load:
+     * ordered by that pair. */
+    sf__fence_light();
+    if (SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
+        sf__futex_wake(sf__futex_word(f), 0x7fffffff);
 }
 
 #endif /* SF_INTERNAL_H */

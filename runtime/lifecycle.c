@@ -114,7 +114,7 @@ static unsigned long drain(struct sf__thread *t)
         uint64_t claimed;
         sf_future *f = sf__pending_pop_own(t, &claimed);
         for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
-            f = sf__pending_steal(sf__registry_get(i), false, UINT64_MAX, &claimed);
+            f = sf__pending_steal(sf__registry_get(i), SF__SCAN_DRAIN, UINT64_MAX, &claimed);
         if (f != NULL) {
             sf__run(t, f, claimed, SF__HOW_DRAIN);
             n++;

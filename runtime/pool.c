@@ -35,7 +35,7 @@ static sf_future *find_submitted(struct sf__thread *t, uint64_t *claimed, int *f
     t->rng = x;
     for (int k = 0, i = (int)(x % (unsigned)n); k < n; k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
-        sf_future *f = sf__pending_steal(v, true, TAKE_SCAN, claimed);
+        sf_future *f = sf__pending_steal(v, SF__SCAN_TAKE, TAKE_SCAN, claimed);
         if (f != NULL) {
             *from = v->id;
             return f;
@@ -69,6 +69,7 @@ static void *worker_main(void *arg)
     int from;
     /* Acquire: pairs with the release store of stop in sf__pool_stop. */
     while (!atomic_load_explicit(&sf__rt.stop, memory_order_acquire)) {
+        sf__pending_poll(t);
         sf_future *f = find_submitted(t, &claimed, &from);
         if (f != NULL) {
             take(t, f, claimed, from);
