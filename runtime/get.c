@@ -7,26 +7,29 @@
  *     idle pool workers may now take them, oldest first.
  *  3. f PENDING, in this thread's queue or any other: claim it and run it
  *     here (wait inlining, seed 001; direct execution at the cap, seed 003).
+ *     Also publish this thread's private tasks if a thief asked for them.
  *  4. f RUNNING elsewhere: help. Run this thread's own newest pending task,
  *     else the oldest pending task of another thread (the global pending set),
  *     and look at f again after each. With nothing to run: spin, yield, then
  *     sleep on f's state word until the runner wakes us, with a timeout that
  *     makes us look for new work now and then.
  *
- * Deadlock freedom (the "embrace of meh"). A get can only wait for a task that
- * some thread is running, never for one that nobody will start: a task not
- * yet started is PENDING, and a PENDING task is (pending.h invariant)
- * referenced from its queue's [top, bottom), which step 4 scans on every
- * thread, or is f itself, which step 3 claims. So a waiting thread always
- * either runs something or waits on a task that is running. Nothing here
- * needs a free pool worker: every task can run in the thread that needs it,
- * so a pool of any size, even none, finishes any computation whose gets form
- * no cycle. (As in every help-first runtime, a thread that runs a task while
- * it waits cannot return to its own wait before that task ends; a program in
- * which that helped task waits, directly or not, for the waiting thread's own
- * unfinished frame - which only happens when futures are handed to tasks that
- * did not make them - can stall. Fork-join code, where each task gets only
- * the futures it made or was given by its maker, cannot.)
+ * Deadlock freedom (the "embrace of meh"), enforced by steps 3 and 4. A get
+ * never waits for a task that nobody will start. If f has not started it is
+ * PENDING, and step 3 claims it whatever queue holds it: a public task by
+ * CAS, a private one of another thread through sf__foreign_claim, which needs
+ * nothing from the owner (pending.h), so even an owner that never calls
+ * libsf again cannot strand it. Otherwise f is RUNNING on some thread, which
+ * is itself either computing or in a get of its own, and the same holds
+ * there. No step needs a free pool worker: every task can run in the thread
+ * that needs it, so a pool of any size, even none, finishes any computation
+ * whose gets form no cycle. Helping (step 4) is for speed, not for progress.
+ * (As in every help-first runtime, a thread that runs a task while it waits
+ * cannot return to its own wait before that task ends; a program in which
+ * that helped task waits, directly or not, for the waiting thread's own
+ * unfinished frame - only possible when futures are handed to tasks that did
+ * not make them - can stall. Fork-join code, where each task gets only the
+ * futures it made or was given by its maker, cannot.)
  */
 #include "pending.h"
 

@@ -190,7 +190,8 @@ struct sf__rt {
     _Atomic int stop;                       /* workers leave */
     _Atomic int asleep;                     /* getters asleep (trace column) */
     _Alignas(64) _Atomic uint32_t idle_seq; /* futex word of idle workers */
-    _Atomic int idle_sleepers;
+    _Atomic int idle_sleepers;              /* idle workers asleep on idle_seq */
+    _Atomic int idle_workers;               /* idle workers, awake or asleep */
 };
 extern struct sf__rt sf__rt;
 

@@ -195,6 +195,12 @@ static inline void sf__pending_submit(struct sf__thread *t)
     atomic_store_explicit(&q->sub_seq, q->seq, memory_order_release);
     if (SF__UNLIKELY(sf__rt.trace))
         sf__pending_submit_slow(t, old);
+    /* A worker is idle: publish now rather than make it ask (it would wait
+     * for our next call, which may be a whole task away). Relaxed: a hint;
+     * a worker that goes idle just after asks through `want`. */
+    if (atomic_load_explicit(&sf__rt.idle_workers, memory_order_relaxed) > 0)
+        /* Release pairs with the scanners' acquire load of pub_seq. */
+        atomic_store_explicit(&q->pub_seq, q->seq, memory_order_release);
     /* Dekker with an idle worker going to sleep (pool.c, worker_main): it
      * raises idle_sleepers, issues the heavy fence, then rescans for
      * submitted work; we store sub_seq, light fence, then read

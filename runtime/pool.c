@@ -65,16 +65,26 @@ static void *worker_main(void *arg)
     if (t == NULL)
         return NULL; /* no record: this worker never runs, the rest still do */
     unsigned spins = 0;
+    bool idle = false;
     uint64_t claimed;
     int from;
     /* Acquire: pairs with the release store of stop in sf__pool_stop. */
     while (!atomic_load_explicit(&sf__rt.stop, memory_order_acquire)) {
         sf__pending_poll(t);
         sf_future *f = find_submitted(t, &claimed, &from);
+        /* Relaxed: idle_workers is a hint to submitters (pending.h). */
         if (f != NULL) {
+            if (idle) {
+                idle = false;
+                atomic_fetch_sub_explicit(&sf__rt.idle_workers, 1, memory_order_relaxed);
+            }
             take(t, f, claimed, from);
             spins = 0;
             continue;
+        }
+        if (!idle) {
+            idle = true;
+            atomic_fetch_add_explicit(&sf__rt.idle_workers, 1, memory_order_relaxed);
         }
         if (++spins < IDLE_SPINS) {
             for (int i = 0; i < 32; i++)
@@ -97,9 +107,14 @@ static void *worker_main(void *arg)
         }
         atomic_fetch_sub_explicit(&sf__rt.idle_sleepers, 1, memory_order_relaxed);
         spins = 0;
-        if (f != NULL)
+        if (f != NULL) {
+            idle = false;
+            atomic_fetch_sub_explicit(&sf__rt.idle_workers, 1, memory_order_relaxed);
             take(t, f, claimed, from);
+        }
     }
+    if (idle)
+        atomic_fetch_sub_explicit(&sf__rt.idle_workers, 1, memory_order_relaxed);
     sf__trace_flush(t);
     return NULL;
 }
@@ -118,6 +133,7 @@ int sf__pool_start(void)
     atomic_store_explicit(&sf__rt.busy, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__rt.peak_busy, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__rt.idle_sleepers, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__rt.idle_workers, 0, memory_order_relaxed);
     if (sf__rt.workers == 0)
         return 0;
     sf__rt.tids = calloc((size_t)sf__rt.workers, sizeof *sf__rt.tids);
