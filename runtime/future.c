@@ -215,11 +215,12 @@ SF_EXPORT void sf_release(sf_future *f)
         case SF__PENDING:
             /* Claim it for nobody: the task never runs. Its queue slot goes
              * stale and is dropped by the queue's owner. */
+            uint64_t queued = s; /* the claim overwrites s; the trace names the task */
             if (t != NULL && sf__tag_owner(s) == t->id ? sf__own_claim(t, f, &s, SF__FREE)
                                                         : sf__foreign_claim(f, &s, SF__FREE)) {
                 if (t != NULL) {
                     SF__BUMP(t->c_discarded);
-                    SF__TRACE(t, "Discard\t" SF__TASK_FMT, SF__TASK_ARGS(s));
+                    SF__TRACE(t, "Discard\t" SF__TASK_FMT, SF__TASK_ARGS(queued));
                 }
                 sf__future_free(t, f);
                 return;

@@ -43,7 +43,9 @@
 #define NAP_MAX_NS 20000000L
 #define STEAL_SCAN 64       /* slots looked at per victim queue */
 
-static bool help(struct sf__thread *t)
+/* Runs one pending task other than the awaited one. force: after spinning
+ * in vain, take other threads' private tasks too (pending.h). */
+static bool help(struct sf__thread *t, bool force)
 {
     uint64_t claimed;
     int from = t->id;
@@ -61,7 +63,8 @@ static bool help(struct sf__thread *t)
                  k++, i = i + 1 == n ? 0 : i + 1) {
                 struct sf__thread *v = sf__registry_get(i);
                 if (v != t &&
-                    (g = sf__pending_steal(v, SF__SCAN_HELP, STEAL_SCAN, &claimed)) != NULL)
+                    (g = sf__pending_steal(v, force ? SF__SCAN_FORCE : SF__SCAN_HELP,
+                                           STEAL_SCAN, &claimed)) != NULL)
                     from = v->id;
             }
         }
@@ -130,7 +133,7 @@ static void *get_slow(struct sf__thread *t, sf_future *f)
             SF__BUMP(t->c_blocked);
         }
         sf__pending_poll(t); /* thieves may be waiting for our private tasks */
-        if (help(t)) {
+        if (help(t, rounds >= SPIN_ROUNDS)) {
             rounds = 0;
             dry = false;
             nap = NAP_MIN_NS;

@@ -94,7 +94,7 @@ sf_future *sf__pending_pop_own(struct sf__thread *t, uint64_t *claimed)
     }
 }
 
-sf_future *sf__pending_steal(struct sf__thread *victim, enum sf__scan mode, uint64_t limit,
+sf_future *sf__pending_steal(struct sf__thread *victim, int mode, uint64_t limit,
                              uint64_t *claimed)
 {
     struct sf__pending *q = &victim->q;
@@ -105,8 +105,8 @@ sf_future *sf__pending_steal(struct sf__thread *victim, enum sf__scan mode, uint
     uint64_t tp = atomic_load_explicit(&q->top, memory_order_relaxed);
     uint64_t b = atomic_load_explicit(&q->bottom, memory_order_acquire);
     uint64_t pub = atomic_load_explicit(&q->pub_seq, memory_order_acquire);
-    uint64_t sub = mode == SF__SCAN_TAKE ? atomic_load_explicit(&q->sub_seq, memory_order_acquire)
-                                         : UINT64_MAX;
+    uint64_t sub = (mode & SF__SCAN_TAKE) ? atomic_load_explicit(&q->sub_seq, memory_order_acquire)
+                                          : UINT64_MAX;
     struct sf__ring *r = atomic_load_explicit(&q->ring, memory_order_acquire);
     bool private_seen = false;
     for (uint64_t i = tp; i < b && i - tp < limit; i++) {
@@ -122,7 +122,7 @@ sf_future *sf__pending_steal(struct sf__thread *victim, enum sf__scan mode, uint
             continue;
         uint64_t run = (s & ~SF__STATUS_MASK) | SF__RUNNING;
         if (sf__tag(s) >= pub) {
-            if (mode != SF__SCAN_DRAIN) {
+            if (!(mode & SF__SCAN_FORCE)) {
                 private_seen = true;
                 continue;
             }

@@ -20,8 +20,11 @@
  * owner claims it, with plain stores, so the fork-join fast path has no
  * atomic RMW and no fence. Tasks below pub_seq are public: anyone claims them
  * by CAS, the owner too. Thieves that find only private work set `want`; the
- * owner, which looks at `want` at every sf_do and sf_get, then publishes
- * everything it has (pub_seq = seq). pub_seq only grows, so a claimer that
+ * owner, which looks at `want` at every sf_get, then publishes everything it
+ * has (pub_seq = seq). A thief that has asked and still finds nothing after
+ * spinning (the owner may be deep in a long task) takes private tasks itself
+ * through the Dekker protocol below (SF__SCAN_FORCE): slower, but no pending
+ * task is ever out of a blocked getter's reach. pub_seq only grows, so a claimer that
  * saw a task's seq below some value of pub_seq knows the owner will never
  * claim that task with plain stores.
  *
@@ -58,16 +61,17 @@
 
 /* What a scan of another thread's queue may claim. */
 enum sf__scan {
-    SF__SCAN_TAKE,  /* idle worker: public and submitted */
-    SF__SCAN_HELP,  /* blocked getter: public */
-    SF__SCAN_DRAIN  /* shutdown: anything pending, private ones by the Dekker protocol */
+    SF__SCAN_TAKE = 1,   /* idle worker: only submitted tasks (laziness) */
+    SF__SCAN_FORCE = 2,  /* private tasks too, by the Dekker protocol (slow) */
+    SF__SCAN_HELP = 0,   /* blocked getter: any public task */
+    SF__SCAN_DRAIN = SF__SCAN_FORCE /* shutdown: everything */
 };
 
 int sf__pending_init(struct sf__pending *q, int id);
 void sf__pending_destroy(struct sf__pending *q);
 bool sf__pending_make_room(struct sf__thread *t);
 sf_future *sf__pending_pop_own(struct sf__thread *t, uint64_t *claimed);
-sf_future *sf__pending_steal(struct sf__thread *victim, enum sf__scan mode, uint64_t limit,
+sf_future *sf__pending_steal(struct sf__thread *victim, int mode, uint64_t limit,
                              uint64_t *claimed);
 bool sf__pending_empty(struct sf__thread *t);
 void sf__pending_submit_slow(struct sf__thread *t, uint64_t old_sub);

@@ -25,7 +25,8 @@
 #define IDLE_NAP_NS 100000000L  /* belt and braces: rescan every 100 ms */
 #define TAKE_SCAN 64
 
-static sf_future *find_submitted(struct sf__thread *t, uint64_t *claimed, int *from)
+/* force: after spinning in vain, take submitted private tasks too. */
+static sf_future *find_submitted(struct sf__thread *t, bool force, uint64_t *claimed, int *from)
 {
     int n = sf__registry_count();
     uint32_t x = t->rng;
@@ -35,7 +36,8 @@ static sf_future *find_submitted(struct sf__thread *t, uint64_t *claimed, int *f
     t->rng = x;
     for (int k = 0, i = (int)(x % (unsigned)n); k < n; k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
-        sf_future *f = sf__pending_steal(v, SF__SCAN_TAKE, TAKE_SCAN, claimed);
+        sf_future *f = sf__pending_steal(v, SF__SCAN_TAKE | (force ? SF__SCAN_FORCE : 0),
+                                         TAKE_SCAN, claimed);
         if (f != NULL) {
             *from = v->id;
             return f;
@@ -71,7 +73,7 @@ static void *worker_main(void *arg)
     /* Acquire: pairs with the release store of stop in sf__pool_stop. */
     while (!atomic_load_explicit(&sf__rt.stop, memory_order_acquire)) {
         sf__pending_poll(t);
-        sf_future *f = find_submitted(t, &claimed, &from);
+        sf_future *f = find_submitted(t, false, &claimed, &from);
         /* Relaxed: idle_workers is a hint to submitters (pending.h). */
         if (f != NULL) {
             if (idle) {
@@ -99,7 +101,7 @@ static void *worker_main(void *arg)
         atomic_fetch_add_explicit(&sf__rt.idle_sleepers, 1, memory_order_relaxed);
         uint32_t seen = atomic_load_explicit(&sf__rt.idle_seq, memory_order_relaxed);
         sf__fence_heavy();
-        f = find_submitted(t, &claimed, &from);
+        f = find_submitted(t, true, &claimed, &from);
         if (f == NULL && !atomic_load_explicit(&sf__rt.stop, memory_order_acquire)) {
             SF__TRACE(t, "Idle");
             sf__trace_flush(t);

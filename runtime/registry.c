@@ -106,6 +106,9 @@ struct sf__thread *sf__register_worker(void)
 
 void sf__registry_thread_exit(struct sf__thread *t)
 {
+    /* Nobody will answer a request for this queue's private tasks any more:
+     * make them all public now, so blocked getters can help with them. */
+    sf__pending_publish(t);
     sf__trace_flush(t);
     /* Release: pairs with the acquire in new_record of an adopter. */
     atomic_store_explicit(&t->alive, 0, memory_order_release);
