@@ -33,9 +33,15 @@
  * wait for the owner to publish: the owner may never call libsf again. It
  * runs a Dekker protocol with the owner instead (sf__foreign_claim): it
  * announces the future in `foreign`, issues the heavy asymmetric fence and
- * backs off if the owner announced the same future in `claiming`; the owner
- * announces in `claiming`, issues the light fence and, if it sees the future
- * in `foreign`, waits for that claimer's verdict. Owner wins ties.
+ * backs off if the owner announced the same future in `claiming`, else
+ * claims it by CAS; the owner announces in `claiming`, issues the light
+ * fence and, if it sees the future in `foreign`, waits for that claimer's
+ * verdict, else checks that the state is still PENDING (a claimer that
+ * finished before the announcement) and claims it with a plain store. The
+ * membarrier puts a full barrier in the owner's instruction stream either
+ * before its announcement (then the owner sees `foreign`, or the finished
+ * claimer's CAS through `foreign`'s release/acquire) or after it (then the
+ * claimer sees `claiming` and backs off). Owner wins ties.
  *
  * Invariant (deadlock freedom rests on it, see get.c): every future that is
  * PENDING and was pushed by this thread is referenced by a slot in
@@ -114,8 +120,20 @@ static inline bool sf__own_claim(struct sf__thread *t, sf_future *f, uint64_t *s
     /* Dekker with sf__foreign_claim: announce, light fence, look. */
     atomic_store_explicit(&q->claiming, f, memory_order_relaxed);
     sf__fence_light();
-    if (SF__UNLIKELY(atomic_load_explicit(&q->foreign, memory_order_relaxed) == f))
+    /* Acquire: if a foreign claimer already finished and cleared `foreign`
+     * (release), its verdict on the state is visible to the load below. */
+    if (SF__UNLIKELY(atomic_load_explicit(&q->foreign, memory_order_acquire) == f))
         return sf__own_claim_contended(t, f, sp, to);
+    /* A foreign claimer may have come and gone before our announcement:
+     * then it saw no claim of ours and may have taken f. Any later one sees
+     * our announcement and backs off, so once the state is still what we
+     * read, it stays ours. */
+    uint64_t now = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (SF__UNLIKELY(now != *sp)) {
+        atomic_store_explicit(&q->claiming, NULL, memory_order_release);
+        *sp = now;
+        return false;
+    }
     /* Relaxed: no other thread writes a private future's state while we
      * announce it (foreign claimers back off, thieves take public ones). */
     atomic_store_explicit(&f->state, to, memory_order_relaxed);
