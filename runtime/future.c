@@ -212,7 +212,7 @@ SF_EXPORT void sf_release(sf_future *f)
             else
                 sf__future_free(NULL, f);
             return;
-        case SF__PENDING:
+        case SF__PENDING: {
             /* Claim it for nobody: the task never runs. Its queue slot goes
              * stale and is dropped by the queue's owner. */
             uint64_t queued = s; /* the claim overwrites s; the trace names the task */
@@ -226,6 +226,7 @@ SF_EXPORT void sf_release(sf_future *f)
                 return;
             }
             break;
+        }
         case SF__RUNNING:
             /* Leave it to the runner, whose exchange sees the bit. */
             if (atomic_compare_exchange_weak_explicit(&f->state, &s, s | SF__ORPHAN,

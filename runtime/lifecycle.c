@@ -24,7 +24,7 @@ static int start(struct sf__cfg *c)
     sf__rt.threads = c->threads;
     sf__rt.workers = c->threads - 1;
     sf__rt.stack_size = c->stack_size;
-    sf__rt.t0_ns = sf__now_ns();
+    sf__rt.t0_ns = sf__now_ns(); /* reset below, just before the Init line */
     sf__rt.trace = false;
     sf__park_init();
     if (c->trace) {
@@ -55,6 +55,7 @@ static int start(struct sf__cfg *c)
      * configuration above. */
     atomic_store_explicit(&sf__rt.state, SF__UP, memory_order_release);
     struct sf__thread *t = sf__self_slow(); /* the starter is thread 0 */
+    sf__rt.t0_ns = sf__now_ns(); /* Time 0.000 is the Init line */
     if (t != NULL)
         SF__TRACE(t, "Init\tthreads=%d\tworkers=%d", sf__rt.threads, sf__rt.workers);
     if (t == NULL || sf__pool_start() != 0) {

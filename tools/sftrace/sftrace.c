@@ -1,0 +1,1220 @@
+/*
+ * sftrace - reads a libsf trace (docs/trace-format.md) and makes it readable.
+ *
+ * libsf buffers its trace per thread and writes whole batches, so the lines of
+ * different threads arrive out of time order and the raw file is hard to read.
+ * sftrace checks every line against the format, sorts the lines by time and
+ * prints one of:
+ *
+ *   (default)   a summary: per thread, the tasks it ran by how, the time it
+ *               spent running tasks, its steals, sleeps and idle time;
+ *   --sorted    the trace itself, sorted by time;
+ *   --timeline  a coarse text timeline, one row per thread.
+ *
+ * It also cross-checks the events against each other (every task queued once
+ * and run at most once, FStart/FDone nested per thread, a Take followed by
+ * the FStart it promised, ...). By default an inconsistent trace only gets a
+ * one-line warning; --check lists every problem and exits 1, which is how the
+ * runtime's trace is tested.
+ *
+ * Plain C11 and the standard library only, so it builds anywhere the trace
+ * might be read, not just where libsf runs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER "Thread\tQueue\tAsleep\tTime\tMessage..."
+
+/* Task names are packed into one 64-bit key: thread in the top bits, sequence
+ * number in the low ones. The limits are far beyond any real trace. */
+#define SEQ_BITS 47
+#define MAX_SEQ ((UINT64_C(1) << SEQ_BITS) - 1)
+#define MAX_THREAD_ID UINT64_C(65535)
+#define MAX_COUNT UINT64_C(999999999999999)
+/* ~3 years; keeps time * timeline width inside int64_t */
+#define MAX_MS UINT64_C(99999999999)
+
+#define MAX_SYNTAX_ERRORS 10   /* malformed lines listed before giving up */
+#define MAX_PROBLEMS_SHOWN 100 /* consistency problems listed by --check */
+#define DEFAULT_WIDTH 72       /* timeline columns */
+#define NONE UINT32_MAX        /* "no record" in 32-bit record indices */
+
+enum event {
+    EV_INIT, EV_DO, EV_GSTART, EV_GET, EV_SUBMIT_ALL, EV_TAKE, EV_STEAL,
+    EV_FSTART, EV_FDONE, EV_NON_PENDING, EV_SLEEP, EV_WAKE, EV_GDONE,
+    EV_DISCARD, EV_IDLE, EV_SHUTDOWN, EV_COUNT
+};
+
+enum arg_kind { A_TASK, A_THREAD, A_COUNT, A_HOW, A_THREADS, A_WORKERS, A_DRAINED };
+
+static const struct {
+    const char *name;
+    int nargs;
+    enum arg_kind arg[2];
+    const char *args; /* for messages */
+} events[EV_COUNT] = {
+    [EV_INIT] = {"Init", 2, {A_THREADS, A_WORKERS}, "threads=N workers=W"},
+    [EV_DO] = {"Do", 1, {A_TASK}, "task"},
+    [EV_GSTART] = {"GStart", 1, {A_TASK}, "task"},
+    [EV_GET] = {"Get", 1, {A_TASK}, "task"},
+    [EV_SUBMIT_ALL] = {"Submit All", 1, {A_COUNT}, "n"},
+    [EV_TAKE] = {"Take", 2, {A_TASK, A_THREAD}, "task, from-thread"},
+    [EV_STEAL] = {"Steal", 2, {A_TASK, A_THREAD}, "task, from-thread"},
+    [EV_FSTART] = {"FStart", 2, {A_TASK, A_HOW}, "task, how"},
+    [EV_FDONE] = {"FDone", 1, {A_TASK}, "task"},
+    [EV_NON_PENDING] = {"Non Pending", 1, {A_TASK}, "task"},
+    [EV_SLEEP] = {"Sleep", 1, {A_TASK}, "task"},
+    [EV_WAKE] = {"Wake", 1, {A_TASK}, "task"},
+    [EV_GDONE] = {"GDone", 1, {A_TASK}, "task"},
+    [EV_DISCARD] = {"Discard", 1, {A_TASK}, "task"},
+    [EV_IDLE] = {"Idle", 0, {A_TASK}, ""},
+    [EV_SHUTDOWN] = {"Shutdown", 1, {A_DRAINED}, "drained=N"},
+};
+
+enum how { HOW_INLINE, HOW_POOL, HOW_STEAL, HOW_DRAIN, HOW_COUNT };
+static const char *const how_names[HOW_COUNT] = {"inline", "pool", "steal", "drain"};
+
+/* One trace line after validation; the raw text stays in in_buf for
+ * --sorted. Kept small: a fib(30) trace has ten million of them. */
+struct rec {
+    int64_t time; /* microseconds since the runtime started */
+    union {
+        uint64_t task;    /* key, for events that name a task */
+        uint64_t workers; /* Init's workers=: Init names no task */
+    };
+    uint64_t num; /* from-thread, n, threads=, drained= */
+    size_t off;
+    uint32_t len;  /* a valid line is short */
+    uint32_t line;
+    uint32_t queue, asleep; /* saturated: only compared with 0 and printed */
+    uint16_t thread;
+    uint8_t ev, how;
+};
+
+/* What the trace says about one task, as indices into recs (NONE: absent). */
+struct task {
+    uint64_t key1; /* key + 1; 0 marks an empty slot */
+    uint32_t do_r, start_r, done_r, discard_r;
+};
+
+struct vec {
+    uint32_t *v;
+    size_t n, cap;
+};
+
+enum state { ST_UNSEEN, ST_AWAKE, ST_ASLEEP, ST_RUNNING, ST_COUNT };
+static const char state_chars[ST_COUNT] = {' ', '-', 'z', '#'};
+
+struct thr {
+    int seen;
+    int worker; /* logged Take or Idle: a pool worker */
+    uint64_t run[HOW_COUNT], steals, sleeps, idles;
+    int64_t busy, asleep, idle;
+    /* walk state */
+    struct vec runs; /* FStart records of tasks running here, innermost last */
+    struct vec gets; /* GStart records of gets in progress, innermost last */
+    int64_t busy_from, sleep_from, idle_from;
+    uint32_t sleep_r; /* the Sleep record while asleep, else NONE */
+    int idling;
+    uint32_t expect_r; /* a Take or Steal whose FStart has not come yet */
+    uint64_t next_seq, unsubmitted;
+    enum state st;
+    int64_t st_from;
+    int64_t *bucket; /* timeline: [ST_COUNT][width] microseconds per state */
+};
+
+struct problem {
+    uint32_t line;
+    size_t seq; /* found order, to keep the sort by line stable */
+    char *msg;
+};
+
+static const char *prog = "sftrace";
+static const char *in_name;
+static char *in_buf;
+static struct rec *recs;
+static size_t nrecs, recs_cap;
+static uint32_t *order; /* recs by time, ties in file order */
+static struct thr *thrs;
+static size_t nthrs; /* highest thread id + 1 */
+static struct task *tasks;
+static size_t tasks_mask;
+static struct problem *problems;
+static size_t nproblems, problems_cap, problems_dropped;
+static int syntax_errors;
+
+/* timeline geometry */
+static int64_t t_begin, t_end;
+static int width = DEFAULT_WIDTH;
+static int want_timeline;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        die("out of memory");
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        die("out of memory");
+    return p;
+}
+
+static void vec_push(struct vec *s, uint32_t x)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->v = xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = x;
+}
+
+static uint32_t vec_top(const struct vec *s)
+{
+    return s->n ? s->v[s->n - 1] : NONE;
+}
+
+/* ---- reading and validating ------------------------------------------- */
+
+static char *read_all(FILE *f, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = xrealloc(NULL, cap);
+    for (;;) {
+        if (cap - n < 4096) {
+            if (cap > SIZE_MAX / 2)
+                die("%s: input too large", in_name);
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f))
+        die("%s: read error", in_name);
+    *len = n;
+    return buf;
+}
+
+static void syntax_error(size_t line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s:%zu: ", in_name, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (++syntax_errors >= MAX_SYNTAX_ERRORS) {
+        fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
+        exit(1);
+    }
+}
+
+/* A canonical decimal: digits only, no sign, no leading zero, at most max.
+ * Canonical so that a runtime printing garbage cannot slip through as a
+ * number by accident. */
+static int parse_uint(const char *s, size_t n, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || (n > 1 && s[0] == '0'))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_time(const char *s, size_t n, int64_t *us)
+{
+    uint64_t ms, frac;
+    if (n < 5 || s[n - 4] != '.')
+        return -1;
+    if (parse_uint(s, n - 4, MAX_MS, &ms) < 0)
+        return -1;
+    for (size_t i = n - 3; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+    frac = (uint64_t)(s[n - 3] - '0') * 100 + (uint64_t)(s[n - 2] - '0') * 10 +
+           (uint64_t)(s[n - 1] - '0');
+    *us = (int64_t)(ms * 1000 + frac);
+    return 0;
+}
+
+static int parse_task(const char *s, size_t n, uint64_t *key)
+{
+    const char *dot = memchr(s, '.', n);
+    uint64_t t, seq;
+    if (!dot)
+        return -1;
+    size_t tn = (size_t)(dot - s);
+    if (parse_uint(s, tn, MAX_THREAD_ID, &t) < 0 ||
+        parse_uint(dot + 1, n - tn - 1, MAX_SEQ, &seq) < 0)
+        return -1;
+    *key = t << SEQ_BITS | seq;
+    return 0;
+}
+
+static int parse_kv(const char *s, size_t n, const char *k, uint64_t max, uint64_t *v)
+{
+    size_t kn = strlen(k);
+    if (n <= kn || memcmp(s, k, kn) != 0)
+        return -1;
+    return parse_uint(s + kn, n - kn, max, v);
+}
+
+static void task_name(uint64_t key, char *buf, size_t size)
+{
+    snprintf(buf, size, "%" PRIu64 ".%" PRIu64, key >> SEQ_BITS, key & MAX_SEQ);
+}
+
+/* Validates one line (not the header) and appends it to recs. */
+static void parse_line(size_t line, size_t off, size_t len)
+{
+    const char *p = in_buf + off;
+    const char *f[8];
+    size_t fl[8];
+    int nf = 0;
+    struct rec r;
+    uint64_t queue, asleep;
+
+    if (len == 0) {
+        syntax_error(line, "empty line");
+        return;
+    }
+    if (memchr(p, '\0', len)) {
+        syntax_error(line, "NUL byte in line");
+        return;
+    }
+    if (p[len - 1] == '\r') {
+        syntax_error(line, "line ends in a carriage return (CRLF line ends?)");
+        return;
+    }
+    for (size_t i = 0, start = 0; i <= len; i++) {
+        if (i == len || p[i] == '\t') {
+            if (nf == 8) {
+                syntax_error(line, "too many columns");
+                return;
+            }
+            f[nf] = p + start;
+            fl[nf++] = i - start;
+            start = i + 1;
+        }
+    }
+    if (nf < 5) {
+        syntax_error(line, "%d tab-separated columns, want at least 5 "
+                     "(Thread, Queue, Asleep, Time, event)", nf);
+        return;
+    }
+
+    memset(&r, 0, sizeof r);
+    uint64_t thread;
+    if (parse_uint(f[0], fl[0], MAX_THREAD_ID, &thread) < 0) {
+        syntax_error(line, "Thread '%.*s' is not a thread id (0..%" PRIu64 ")",
+                     (int)fl[0], f[0], MAX_THREAD_ID);
+        return;
+    }
+    r.thread = (uint16_t)thread;
+    if (parse_uint(f[1], fl[1], MAX_COUNT, &queue) < 0) {
+        syntax_error(line, "Queue '%.*s' is not a count", (int)fl[1], f[1]);
+        return;
+    }
+    if (parse_uint(f[2], fl[2], MAX_COUNT, &asleep) < 0) {
+        syntax_error(line, "Asleep '%.*s' is not a count", (int)fl[2], f[2]);
+        return;
+    }
+    if (parse_time(f[3], fl[3], &r.time) < 0) {
+        syntax_error(line, "Time '%.*s' is not milliseconds with three decimals",
+                     (int)fl[3], f[3]);
+        return;
+    }
+
+    int ev;
+    for (ev = 0; ev < EV_COUNT; ev++)
+        if (strlen(events[ev].name) == fl[4] && memcmp(events[ev].name, f[4], fl[4]) == 0)
+            break;
+    if (ev == EV_COUNT) {
+        syntax_error(line, "unknown event '%.*s'", (int)fl[4], f[4]);
+        return;
+    }
+    r.ev = (uint8_t)ev;
+    if (nf - 5 != events[ev].nargs && events[ev].nargs == 0) {
+        syntax_error(line, "%s wants no arguments, found %d", events[ev].name, nf - 5);
+        return;
+    }
+    if (nf - 5 != events[ev].nargs) {
+        syntax_error(line, "%s wants %d argument%s (%s), found %d", events[ev].name,
+                     events[ev].nargs, events[ev].nargs == 1 ? "" : "s", events[ev].args,
+                     nf - 5);
+        return;
+    }
+    for (int a = 0; a < events[ev].nargs; a++) {
+        const char *s = f[5 + a];
+        size_t n = fl[5 + a];
+        int bad = 0;
+        switch (events[ev].arg[a]) {
+        case A_TASK:
+            bad = parse_task(s, n, &r.task) < 0;
+            if (bad)
+                syntax_error(line, "%s: '%.*s' is not a task name (thread.sequence)",
+                             events[ev].name, (int)n, s);
+            break;
+        case A_THREAD:
+            bad = parse_uint(s, n, MAX_THREAD_ID, &r.num) < 0;
+            if (bad)
+                syntax_error(line, "%s: from-thread '%.*s' is not a thread id",
+                             events[ev].name, (int)n, s);
+            break;
+        case A_COUNT:
+            bad = parse_uint(s, n, MAX_COUNT, &r.num) < 0;
+            if (bad)
+                syntax_error(line, "%s: '%.*s' is not a count", events[ev].name, (int)n, s);
+            break;
+        case A_HOW:
+            r.how = HOW_COUNT;
+            for (int h = 0; h < HOW_COUNT; h++)
+                if (strlen(how_names[h]) == n && memcmp(how_names[h], s, n) == 0)
+                    r.how = (uint8_t)h;
+            bad = r.how == HOW_COUNT;
+            if (bad)
+                syntax_error(line, "FStart: how '%.*s' is not inline, pool, steal or drain",
+                             (int)n, s);
+            break;
+        case A_THREADS:
+            bad = parse_kv(s, n, "threads=", MAX_COUNT, &r.num) < 0;
+            if (bad)
+                syntax_error(line, "Init: '%.*s' is not threads=N", (int)n, s);
+            break;
+        case A_WORKERS:
+            bad = parse_kv(s, n, "workers=", MAX_COUNT, &r.workers) < 0;
+            if (bad)
+                syntax_error(line, "Init: '%.*s' is not workers=W", (int)n, s);
+            break;
+        case A_DRAINED:
+            bad = parse_kv(s, n, "drained=", MAX_COUNT, &r.num) < 0;
+            if (bad)
+                syntax_error(line, "Shutdown: '%.*s' is not drained=N", (int)n, s);
+            break;
+        }
+        if (bad)
+            return;
+    }
+
+    if (nrecs >= NONE - 1)
+        die("%s: too many lines", in_name);
+    r.line = (uint32_t)line;
+    r.off = off;
+    r.len = (uint32_t)len;
+    r.queue = queue > UINT32_MAX ? UINT32_MAX : (uint32_t)queue;
+    r.asleep = asleep > UINT32_MAX ? UINT32_MAX : (uint32_t)asleep;
+    if (nrecs == recs_cap) {
+        recs_cap = recs_cap ? 2 * recs_cap : 1024;
+        recs = xrealloc(recs, recs_cap * sizeof *recs);
+    }
+    recs[nrecs++] = r;
+    if (r.thread >= nthrs)
+        nthrs = r.thread + 1;
+}
+
+static void parse_input(size_t len)
+{
+    size_t line = 0, off = 0;
+    while (off < len) {
+        const char *nl = memchr(in_buf + off, '\n', len - off);
+        size_t end = nl ? (size_t)(nl - in_buf) : len;
+        line++;
+        if (line == 1) {
+            if (end - off != strlen(HEADER) || memcmp(in_buf + off, HEADER, end - off) != 0)
+                syntax_error(1, "the first line is not the header "
+                             "'Thread<TAB>Queue<TAB>Asleep<TAB>Time<TAB>Message...'");
+        } else {
+            parse_line(line, off, end - off);
+        }
+        off = end + 1;
+    }
+    if (line == 0)
+        syntax_error(1, "empty trace (not even the header)");
+    if (syntax_errors)
+        exit(1);
+}
+
+/* ---- problems ----------------------------------------------------------- */
+
+static void problem(uint32_t line, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    if (nproblems == 10000) { /* enough to see the pattern */
+        problems_dropped++;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (nproblems == problems_cap) {
+        problems_cap = problems_cap ? 2 * problems_cap : 64;
+        problems = xrealloc(problems, problems_cap * sizeof *problems);
+    }
+    size_t n = strlen(buf) + 1;
+    problems[nproblems].line = line;
+    problems[nproblems].seq = nproblems;
+    problems[nproblems].msg = memcpy(xrealloc(NULL, n), buf, n);
+    nproblems++;
+}
+
+static int cmp_problem(const void *a, const void *b)
+{
+    const struct problem *x = a, *y = b;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* ---- sorting ------------------------------------------------------------ */
+
+static int cmp_order(const void *a, const void *b)
+{
+    const struct rec *x = &recs[*(const uint32_t *)a], *y = &recs[*(const uint32_t *)b];
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    /* file order breaks ties: this makes the sort stable */
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+/* ---- the task table ------------------------------------------------------ */
+
+static size_t ntasks;
+
+static struct task *task_find(uint64_t key, int create)
+{
+    uint64_t h = key * UINT64_C(0x9E3779B97F4A7C15);
+    size_t i = (size_t)(h ^ h >> 29) & tasks_mask;
+    for (;; i = (i + 1) & tasks_mask) {
+        if (tasks[i].key1 == key + 1)
+            return &tasks[i];
+        if (tasks[i].key1 == 0) {
+            if (!create)
+                return NULL;
+            tasks[i].key1 = key + 1;
+            tasks[i].do_r = tasks[i].start_r = tasks[i].done_r = tasks[i].discard_r = NONE;
+            ntasks++;
+            return &tasks[i];
+        }
+    }
+}
+
+/* Keeps the table at most half full, so that probes stay short. */
+static void tasks_reserve(size_t want)
+{
+    size_t cap = tasks_mask + 1;
+    if (tasks && 2 * want <= cap)
+        return;
+    while (2 * want > cap || cap < 16)
+        cap *= 2;
+    struct task *old = tasks;
+    size_t oldcap = old ? tasks_mask + 1 : 0;
+    tasks = xcalloc(cap, sizeof *tasks);
+    tasks_mask = cap - 1;
+    ntasks = 0;
+    for (size_t j = 0; j < oldcap; j++)
+        if (old[j].key1)
+            *task_find(old[j].key1 - 1, 1) = old[j];
+    free(old);
+}
+
+static const char *rec_task(const struct rec *r, char *buf, size_t size)
+{
+    task_name(r->task, buf, size);
+    return buf;
+}
+
+/* First pass: where each task was queued, started, finished, discarded. */
+static void build_tasks(void)
+{
+    size_t ndo = 0;
+    for (size_t i = 0; i < nrecs; i++)
+        ndo += recs[i].ev == EV_DO;
+    tasks_mask = 0;
+    tasks_reserve(ndo + 8);
+    for (size_t i = 0; i < nrecs; i++) {
+        const struct rec *r = &recs[i];
+        uint32_t *slot;
+        const char *what;
+        char name[48];
+        if (r->ev != EV_DO && r->ev != EV_FSTART && r->ev != EV_FDONE && r->ev != EV_DISCARD)
+            continue;
+        tasks_reserve(ntasks + 1); /* tasks without a Do are not counted above */
+        struct task *t = task_find(r->task, 1);
+        switch (r->ev) {
+        case EV_DO: slot = &t->do_r; what = "queued"; break;
+        case EV_FSTART: slot = &t->start_r; what = "started"; break;
+        case EV_FDONE: slot = &t->done_r; what = "finished"; break;
+        default: slot = &t->discard_r; what = "discarded"; break;
+        }
+        if (*slot != NONE)
+            problem(r->line, "task %s %s twice (first at line %" PRIu32 ")",
+                    rec_task(r, name, sizeof name), what, recs[*slot].line);
+        else
+            *slot = (uint32_t)i;
+    }
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+static enum state thr_state(const struct thr *t)
+{
+    if (t->sleep_r != NONE || t->idling)
+        return ST_ASLEEP;
+    return t->runs.n ? ST_RUNNING : ST_AWAKE;
+}
+
+/* Adds [from, to) in state st to the thread's timeline buckets. */
+static void emit(struct thr *t, enum state st, int64_t from, int64_t to)
+{
+    int64_t span = t_end - t_begin;
+    if (!want_timeline || to <= from || span <= 0)
+        return;
+    /* bucket b covers [t_begin + span*b/width, t_begin + span*(b+1)/width) */
+    int b = (int)((from - t_begin) * width / span);
+    for (; b < width; b++) {
+        int64_t lo = t_begin + span * b / width, hi = t_begin + span * (b + 1) / width;
+        if (lo >= to)
+            break;
+        int64_t a = from > lo ? from : lo, z = to < hi ? to : hi;
+        if (z > a)
+            t->bucket[st * width + b] += z - a;
+    }
+}
+
+static void set_state(struct thr *t, int64_t now)
+{
+    enum state st = thr_state(t);
+    if (st != t->st) {
+        emit(t, t->st, t->st_from, now);
+        t->st = st;
+        t->st_from = now;
+    }
+}
+
+static uint64_t init_threads, init_workers, shutdown_drained, drained_run;
+static int init_seen, shutdown_seen;
+static uint32_t init_r = NONE, shutdown_r = NONE;
+static size_t nworkers_seen;
+
+static void walk(void)
+{
+    char name[48], name2[48];
+
+    for (size_t k = 0; k < nrecs; k++) {
+        uint32_t ri = order[k];
+        const struct rec *r = &recs[ri];
+        struct thr *t = &thrs[r->thread];
+        const char *ev = events[r->ev].name;
+        uint64_t task_thread = r->task >> SEQ_BITS;
+
+        if (!t->seen) {
+            t->seen = 1;
+            t->st = ST_AWAKE;
+            emit(t, ST_UNSEEN, t_begin, r->time);
+            t->st_from = r->time;
+        }
+        if (t->idling) {
+            /* Idle has no wake event: the worker's next line is its wake */
+            t->idle += r->time - t->idle_from;
+            t->idling = 0;
+        }
+        if (t->sleep_r != NONE && r->ev != EV_WAKE)
+            problem(r->line, "%s on thread %" PRIu32 " while it sleeps in a get "
+                    "(Sleep at line %" PRIu32 ", no Wake yet)", ev, r->thread,
+                    recs[t->sleep_r].line);
+        if (shutdown_seen && r->time > recs[shutdown_r].time)
+            problem(r->line, "%s after Shutdown (line %" PRIu32 ")", ev,
+                    recs[shutdown_r].line);
+        if (!init_seen && r->ev != EV_INIT)
+            problem(r->line, "%s before Init", ev);
+
+        switch ((enum event)r->ev) {
+        case EV_INIT:
+            if (init_seen) {
+                problem(r->line, "second Init (first at line %" PRIu32 ")", recs[init_r].line);
+                break;
+            }
+            init_seen = 1;
+            init_r = ri;
+            init_threads = r->num;
+            init_workers = r->workers;
+            if (r->thread != 0)
+                problem(r->line, "Init logged by thread %" PRIu32 ", not by thread 0 "
+                        "(the thread that starts the runtime is 0)", r->thread);
+            if (r->num < 1 || r->num > 1024)
+                problem(r->line, "Init: threads=%" PRIu64 " is outside 1..1024", r->num);
+            else if (r->workers != r->num - 1)
+                problem(r->line, "Init: workers=%" PRIu64 " is not threads - 1 = %" PRIu64,
+                        r->workers, r->num - 1);
+            if (r->queue != 0 || r->asleep != 0)
+                problem(r->line, "Init: Queue and Asleep should be 0 when the runtime starts");
+            break;
+        case EV_DO:
+            if (task_thread != r->thread)
+                problem(r->line, "Do %s logged by thread %" PRIu32 "; a task is named "
+                        "after the thread that queues it", rec_task(r, name, sizeof name),
+                        r->thread);
+            else if ((r->task & MAX_SEQ) != t->next_seq)
+                problem(r->line, "Do %s out of sequence: thread %" PRIu32 "'s next task "
+                        "is %" PRIu32 ".%" PRIu64, rec_task(r, name, sizeof name),
+                        r->thread, r->thread, t->next_seq);
+            t->next_seq = (r->task & MAX_SEQ) + 1;
+            t->unsubmitted++;
+            break;
+        case EV_SUBMIT_ALL:
+            if (r->num > t->unsubmitted)
+                problem(r->line, "Submit All %" PRIu64 ", but thread %" PRIu32 " queued "
+                        "only %" PRIu64 " tasks since its last Submit All", r->num,
+                        r->thread, t->unsubmitted);
+            t->unsubmitted = 0;
+            break;
+        case EV_TAKE:
+        case EV_STEAL:
+            if (r->num != task_thread)
+                problem(r->line, "%s %s from thread %" PRIu64 ", but the task was queued "
+                        "by thread %" PRIu64, ev, rec_task(r, name, sizeof name), r->num,
+                        task_thread);
+            if (t->expect_r != NONE)
+                problem(recs[t->expect_r].line, "%s %s is not followed by its FStart on "
+                        "thread %" PRIu32, events[recs[t->expect_r].ev].name,
+                        rec_task(&recs[t->expect_r], name, sizeof name), r->thread);
+            t->expect_r = ri;
+            if (r->ev == EV_TAKE) {
+                if (!t->worker && ++nworkers_seen > init_workers && init_seen)
+                    problem(r->line, "more threads act as pool workers (Take/Idle) than "
+                            "Init's workers=%" PRIu64, init_workers);
+                t->worker = 1;
+                if (t->runs.n || t->gets.n)
+                    problem(r->line, "Take by a thread that is running a task or "
+                            "getting (only idle pool workers take)");
+            } else {
+                t->steals++;
+                if (t->gets.n == 0)
+                    problem(r->line, "Steal outside a get (only a blocked get steals)");
+            }
+            break;
+        case EV_FSTART:
+            t->run[r->how]++;
+            if (t->expect_r != NONE) {
+                const struct rec *x = &recs[t->expect_r];
+                int want = x->ev == EV_TAKE ? HOW_POOL : HOW_STEAL;
+                if (x->task != r->task || r->how != want)
+                    problem(r->line, "FStart %s %s, but line %" PRIu32 " %s %s "
+                            "(want FStart %s %s)", rec_task(r, name, sizeof name),
+                            how_names[r->how], x->line,
+                            x->ev == EV_TAKE ? "took" : "stole",
+                            rec_task(x, name2, sizeof name2), name2, how_names[want]);
+                t->expect_r = NONE;
+            } else if (r->how == HOW_POOL || r->how == HOW_STEAL) {
+                problem(r->line, "FStart %s %s without a %s before it",
+                        rec_task(r, name, sizeof name), how_names[r->how],
+                        r->how == HOW_POOL ? "Take" : "Steal");
+            } else if (r->how == HOW_INLINE) {
+                uint32_t g = vec_top(&t->gets);
+                if (g == NONE || recs[g].task != r->task)
+                    problem(r->line, "FStart %s inline, but the innermost get on this "
+                            "thread is not a get of %s", rec_task(r, name, sizeof name), name);
+            }
+            if (r->how == HOW_DRAIN)
+                drained_run++;
+            if (t->runs.n == 0)
+                t->busy_from = r->time;
+            vec_push(&t->runs, ri);
+            break;
+        case EV_FDONE: {
+            size_t i = t->runs.n;
+            while (i > 0 && recs[t->runs.v[i - 1]].task != r->task)
+                i--;
+            if (i == 0) {
+                problem(r->line, "FDone %s, but %s is not running on thread %" PRIu32,
+                        rec_task(r, name, sizeof name), name, r->thread);
+                break;
+            }
+            if (i != t->runs.n)
+                problem(r->line, "FDone %s while %s (FStart at line %" PRIu32 ") still "
+                        "runs inside it", rec_task(r, name, sizeof name),
+                        rec_task(&recs[vec_top(&t->runs)], name2, sizeof name2),
+                        recs[vec_top(&t->runs)].line);
+            t->runs.n = i - 1;
+            if (t->runs.n == 0)
+                t->busy += r->time - t->busy_from;
+            break;
+        }
+        case EV_GSTART:
+            vec_push(&t->gets, ri);
+            break;
+        case EV_NON_PENDING:
+        case EV_SLEEP:
+        case EV_WAKE:
+        case EV_GDONE: {
+            uint32_t g = vec_top(&t->gets);
+            if (g == NONE || recs[g].task != r->task) {
+                problem(r->line, "%s %s, but the innermost get on thread %" PRIu32
+                        " is %s", ev, rec_task(r, name, sizeof name), r->thread,
+                        g == NONE ? "none" : rec_task(&recs[g], name2, sizeof name2));
+                if (r->ev == EV_GDONE) { /* unwind to it if it is deeper */
+                    size_t i = t->gets.n;
+                    while (i > 0 && recs[t->gets.v[i - 1]].task != r->task)
+                        i--;
+                    if (i > 0)
+                        t->gets.n = i - 1;
+                }
+            } else if (r->ev == EV_GDONE) {
+                t->gets.n--;
+            }
+            if (r->ev == EV_SLEEP) {
+                t->sleeps++;
+                if (t->sleep_r == NONE) {
+                    t->sleep_r = ri;
+                    t->sleep_from = r->time;
+                }
+            } else if (r->ev == EV_WAKE) {
+                if (t->sleep_r == NONE) {
+                    problem(r->line, "Wake %s without a Sleep", rec_task(r, name, sizeof name));
+                } else {
+                    if (recs[t->sleep_r].task != r->task)
+                        problem(r->line, "Wake %s, but the Sleep at line %" PRIu32 " was "
+                                "for %s", rec_task(r, name, sizeof name),
+                                recs[t->sleep_r].line,
+                                rec_task(&recs[t->sleep_r], name2, sizeof name2));
+                    t->asleep += r->time - t->sleep_from;
+                    t->sleep_r = NONE;
+                }
+            } else if (r->ev == EV_GDONE) {
+                /* a get returns the task's value: its task must be over */
+                const struct task *x = task_find(r->task, 0);
+                if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
+                    problem(r->line, "GDone %s at %" PRId64 " us, but %s finishes only at "
+                            "line %" PRIu32, name, r->time, name, recs[x->done_r].line);
+                else if (x && x->done_r == NONE && x->discard_r == NONE)
+                    problem(r->line, "GDone %s, but %s never finishes", name, name);
+            }
+            break;
+        }
+        case EV_GET: {
+            const struct task *x = task_find(r->task, 0);
+            rec_task(r, name, sizeof name);
+            if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
+                problem(r->line, "Get %s (already done), but %s finishes only at line %"
+                        PRIu32, name, name, recs[x->done_r].line);
+            else if (x && x->done_r == NONE)
+                problem(r->line, "Get %s (already done), but %s never finishes", name, name);
+            break;
+        }
+        case EV_DISCARD:
+            break;
+        case EV_IDLE:
+            t->idles++;
+            t->idling = 1;
+            t->idle_from = r->time;
+            if (!t->worker && ++nworkers_seen > init_workers && init_seen)
+                problem(r->line, "more threads act as pool workers (Take/Idle) than "
+                        "Init's workers=%" PRIu64, init_workers);
+            t->worker = 1;
+            if (t->runs.n || t->gets.n)
+                problem(r->line, "Idle while running a task or getting");
+            break;
+        case EV_SHUTDOWN:
+            if (shutdown_seen) {
+                problem(r->line, "second Shutdown (first at line %" PRIu32 ")",
+                        recs[shutdown_r].line);
+                break;
+            }
+            shutdown_seen = 1;
+            shutdown_r = ri;
+            shutdown_drained = r->num;
+            if (r->queue != 0)
+                problem(r->line, "Shutdown with Queue %" PRIu32 "; shutdown runs every "
+                        "pending task first", r->queue);
+            if (r->asleep != 0)
+                problem(r->line, "Shutdown with Asleep %" PRIu32, r->asleep);
+            if (t->runs.n || t->gets.n)
+                problem(r->line, "Shutdown from inside a task or get");
+            break;
+        case EV_COUNT:
+            break;
+        }
+
+        /* Cross-thread order: nothing happens to a task before its Do. Equal
+         * times are fine: lines of different threads written in the same
+         * microsecond have no order. */
+        if (r->ev != EV_INIT && r->ev != EV_SUBMIT_ALL && r->ev != EV_IDLE &&
+            r->ev != EV_SHUTDOWN && r->ev != EV_DO) {
+            const struct task *x = task_find(r->task, 0);
+            rec_task(r, name, sizeof name);
+            if (!x || x->do_r == NONE)
+                problem(r->line, "%s %s, but %s is never queued (no Do)", ev, name, name);
+            else if (recs[x->do_r].time > r->time)
+                problem(r->line, "%s %s before its Do (line %" PRIu32 ")", ev, name,
+                        recs[x->do_r].line);
+            if (x && r->ev == EV_FSTART && x->discard_r != NONE)
+                problem(r->line, "FStart %s, but %s is discarded at line %" PRIu32
+                        " (a discarded task never runs)", name, name,
+                        recs[x->discard_r].line);
+        }
+
+        set_state(t, r->time);
+    }
+
+    /* What is still open at the end of the trace. */
+    for (size_t i = 0; i < nthrs; i++) {
+        struct thr *t = &thrs[i];
+        char nm[48];
+        if (!t->seen)
+            continue;
+        if (t->runs.n) {
+            t->busy += t_end - t->busy_from;
+            for (size_t j = 0; j < t->runs.n; j++)
+                problem(recs[t->runs.v[j]].line, "FStart %s has no FDone",
+                        rec_task(&recs[t->runs.v[j]], nm, sizeof nm));
+        }
+        for (size_t j = 0; j < t->gets.n; j++)
+            problem(recs[t->gets.v[j]].line, "GStart %s has no GDone",
+                    rec_task(&recs[t->gets.v[j]], nm, sizeof nm));
+        if (t->sleep_r != NONE)
+            t->asleep += t_end - t->sleep_from;
+        if (t->idling)
+            t->idle += t_end - t->idle_from;
+        if (t->expect_r != NONE)
+            problem(recs[t->expect_r].line, "%s %s has no FStart after it",
+                    events[recs[t->expect_r].ev].name,
+                    rec_task(&recs[t->expect_r], nm, sizeof nm));
+        emit(t, t->st, t->st_from, t_end);
+    }
+    if (shutdown_seen) {
+        /* sf_shutdown runs every pending task: no task may be left behind */
+        for (size_t i = 0; i <= tasks_mask; i++) {
+            const struct task *x = &tasks[i];
+            char nm[48];
+            if (x->key1 && x->do_r != NONE && x->start_r == NONE && x->discard_r == NONE)
+                problem(recs[x->do_r].line, "task %s is queued but neither runs nor is "
+                        "discarded before Shutdown", (task_name(x->key1 - 1, nm, sizeof nm), nm));
+        }
+        if (shutdown_drained != drained_run)
+            problem(recs[shutdown_r].line, "Shutdown drained=%" PRIu64 ", but %" PRIu64
+                    " tasks start with how=drain", shutdown_drained, drained_run);
+    }
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static const char *ms(int64_t us, char *buf)
+{
+    sprintf(buf, "%" PRId64 ".%03d", us / 1000, (int)(us % 1000));
+    return buf;
+}
+
+static void print_sorted(void)
+{
+    puts(HEADER);
+    for (size_t k = 0; k < nrecs; k++) {
+        const struct rec *r = &recs[order[k]];
+        fwrite(in_buf + r->off, 1, r->len, stdout);
+        putchar('\n');
+    }
+}
+
+static void print_pct(int64_t part, int64_t whole)
+{
+    if (whole > 0)
+        printf(" %6.1f", 100.0 * (double)part / (double)whole);
+    else
+        printf(" %6s", "-");
+}
+
+static void print_summary(void)
+{
+    char a[32], b[32], c[32];
+    size_t nthreads = 0;
+    uint64_t ndo = 0, ndiscard = 0;
+    struct thr all;
+    int64_t span = t_end - t_begin;
+
+    memset(&all, 0, sizeof all);
+    for (size_t i = 0; i < nthrs; i++)
+        nthreads += thrs[i].seen;
+    for (size_t i = 0; i < nrecs; i++) {
+        ndo += recs[i].ev == EV_DO;
+        ndiscard += recs[i].ev == EV_DISCARD;
+    }
+
+    printf("trace: %zu events from %zu thread%s", nrecs, nthreads, nthreads == 1 ? "" : "s");
+    if (init_seen)
+        printf(", Init threads=%" PRIu64 " workers=%" PRIu64 "\n", init_threads, init_workers);
+    else
+        printf(", no Init\n");
+    printf("span: %s .. %s ms (%s ms)\n", ms(t_begin, a), ms(t_end, b), ms(span, c));
+
+    for (size_t i = 0; i < nthrs; i++) {
+        const struct thr *t = &thrs[i];
+        for (int h = 0; h < HOW_COUNT; h++)
+            all.run[h] += t->run[h];
+        all.busy += t->busy;
+        all.steals += t->steals;
+        all.sleeps += t->sleeps;
+        all.asleep += t->asleep;
+        all.idles += t->idles;
+        all.idle += t->idle;
+    }
+    uint64_t nrun = all.run[0] + all.run[1] + all.run[2] + all.run[3];
+    printf("tasks: %" PRIu64 " queued, %" PRIu64 " run, %" PRIu64 " discarded",
+           ndo, nrun, ndiscard);
+    if (shutdown_seen)
+        printf(", Shutdown drained=%" PRIu64 "\n", shutdown_drained);
+    else
+        printf(", no Shutdown\n");
+    if (span > 0)
+        printf("busy: %s ms in all, %.2f threads running tasks on average\n",
+               ms(all.busy, a), (double)all.busy / (double)span);
+    else
+        printf("busy: %s ms in all\n", ms(all.busy, a));
+
+    printf("\n%6s %8s %8s %8s %6s %10s %6s %7s %7s %10s %7s %10s\n", "thread", "inline",
+           "pool", "steal", "drain", "busy ms", "busy%", "steals", "sleeps", "asleep ms",
+           "idles", "idle ms");
+    for (size_t i = 0; i <= nthrs; i++) {
+        const struct thr *t = i < nthrs ? &thrs[i] : &all;
+        if (i < nthrs && !t->seen)
+            continue;
+        if (i < nthrs)
+            printf("%6zu", i);
+        else
+            printf("%6s", "all");
+        printf(" %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64 " %10s", t->run[0],
+               t->run[1], t->run[2], t->run[3], ms(t->busy, a));
+        /* all: the share of every listed thread's time spent in tasks */
+        print_pct(t->busy, i < nthrs ? span : span * (int64_t)nthreads);
+        printf(" %7" PRIu64 " %7" PRIu64 " %10s %7" PRIu64 " %10s\n", t->steals, t->sleeps,
+               ms(t->asleep, b), t->idles, ms(t->idle, c));
+    }
+}
+
+static void print_timeline(void)
+{
+    char a[32], b[32];
+    int64_t span = t_end - t_begin;
+    int idw = 1;
+    for (size_t n = nthrs ? nthrs - 1 : 0; n >= 10; n /= 10)
+        idw++;
+
+    printf("timeline: %s .. %s ms, %d columns of %.3f ms\n", ms(t_begin, a), ms(t_end, b),
+           width, (double)span / 1000.0 / width);
+    printf("  '#' running a task, 'z' asleep (Sleep..Wake, Idle..next event),\n"
+           "  '-' awake without a task, ' ' before its first event\n");
+    for (size_t i = 0; i < nthrs; i++) {
+        const struct thr *t = &thrs[i];
+        if (!t->seen)
+            continue;
+        printf("%*zu |", idw, i);
+        int best = span > 0 ? ST_UNSEEN : (int)t->st;
+        for (int c = 0; c < width; c++) {
+            /* the state that filled most of the bucket, ties to the busier
+             * one; a bucket narrower than a microsecond (a span shorter than
+             * the width) holds nothing and repeats the column before it */
+            int64_t most = 0;
+            for (int st = 0; st < ST_COUNT; st++) {
+                int64_t v = t->bucket[st * width + c];
+                if (v > 0 && v >= most) {
+                    most = v;
+                    best = st;
+                }
+            }
+            putchar(state_chars[best]);
+        }
+        printf("|\n");
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [--sorted | --timeline [--width N]] [--check] [FILE]\n"
+            "Reads a libsf trace (docs/trace-format.md) from FILE, or stdin if FILE\n"
+            "is absent or -, checks every line and sorts the lines by Time.\n"
+            "\n"
+            "  (default)    per-thread summary: tasks run by how, busy time, steals,\n"
+            "               sleeps and time asleep, idle time, and the span\n"
+            "  --sorted     print the trace sorted by Time (stable)\n"
+            "  --timeline   print one row per thread, one column per time bucket\n"
+            "  --width N    timeline columns (default %d)\n"
+            "  --check      list every inconsistency between events on stderr and\n"
+            "               exit 1 if there is one (without --check: one warning)\n"
+            "  --help       this text\n"
+            "\n"
+            "Exit status: 0 ok, 1 malformed or (with --check) inconsistent trace,\n"
+            "2 bad usage.\n",
+            prog, DEFAULT_WIDTH);
+}
+
+int main(int argc, char **argv)
+{
+    enum { M_SUMMARY, M_SORTED, M_TIMELINE } mode = M_SUMMARY;
+    int mode_set = 0, check = 0, nofile = 1;
+    const char *path = NULL;
+    FILE *in;
+
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        int m = -1;
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(s, "--sorted") == 0) {
+            m = M_SORTED;
+        } else if (strcmp(s, "--timeline") == 0) {
+            m = M_TIMELINE;
+        } else if (strcmp(s, "--summary") == 0) {
+            m = M_SUMMARY;
+        } else if (strcmp(s, "--check") == 0) {
+            check = 1;
+        } else if (strcmp(s, "--width") == 0 || strncmp(s, "--width=", 8) == 0) {
+            const char *v = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[++i] : "");
+            uint64_t w;
+            if (parse_uint(v, strlen(v), 10000, &w) < 0 || w < 1) {
+                fprintf(stderr, "%s: --width wants a number 1..10000, not '%s'\n", prog, v);
+                return 2;
+            }
+            width = (int)w;
+        } else if (strcmp(s, "--") == 0) {
+            if (i + 2 != argc || path) {
+                fprintf(stderr, "%s: one trace at a time (try --help)\n", prog);
+                return 2;
+            }
+            path = argv[++i];
+        } else if (s[0] == '-' && s[1] != '\0') {
+            fprintf(stderr, "%s: unknown option '%s' (try --help)\n", prog, s);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "%s: one trace at a time (try --help)\n", prog);
+            return 2;
+        } else {
+            path = s;
+        }
+        if (m >= 0) {
+            if (mode_set && (int)mode != m) {
+                fprintf(stderr, "%s: --sorted, --timeline and --summary exclude each other\n",
+                        prog);
+                return 2;
+            }
+            mode = m;
+            mode_set = 1;
+        }
+    }
+    if (path && strcmp(path, "-") != 0) {
+        in = fopen(path, "rb");
+        if (!in) {
+            fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+            return 1;
+        }
+        in_name = path;
+        nofile = 0;
+    } else {
+        in = stdin;
+        in_name = "<stdin>";
+    }
+
+    size_t len;
+    in_buf = read_all(in, &len);
+    if (!nofile)
+        fclose(in);
+    parse_input(len);
+
+    order = xcalloc(nrecs, sizeof *order);
+    for (size_t i = 0; i < nrecs; i++)
+        order[i] = (uint32_t)i;
+    qsort(order, nrecs, sizeof *order, cmp_order);
+    t_begin = nrecs ? recs[order[0]].time : 0;
+    t_end = nrecs ? recs[order[nrecs - 1]].time : 0;
+
+    /* per-thread file order is the thread's real order: time cannot go back */
+    {
+        char a[32], b[32];
+        int64_t *lastt = xcalloc(nthrs, sizeof *lastt);
+        uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
+        for (size_t i = 0; i < nrecs; i++) {
+            const struct rec *r = &recs[i];
+            if (lastl[r->thread] && r->time < lastt[r->thread])
+                problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
+                        "at line %" PRIu32, r->thread, ms(r->time, a), ms(lastt[r->thread], b),
+                        lastl[r->thread]);
+            lastt[r->thread] = r->time;
+            lastl[r->thread] = r->line;
+        }
+        free(lastt);
+        free(lastl);
+    }
+
+    want_timeline = mode == M_TIMELINE;
+    thrs = xcalloc(nthrs, sizeof *thrs);
+    for (size_t i = 0; i < nthrs; i++) {
+        thrs[i].sleep_r = thrs[i].expect_r = NONE;
+        if (want_timeline)
+            thrs[i].bucket = xcalloc((size_t)ST_COUNT * (size_t)width, sizeof(int64_t));
+    }
+    build_tasks();
+    walk();
+
+    if (nproblems > 1) {
+        /* stable by line: cmp_problem breaks ties by position in the array */
+        qsort(problems, nproblems, sizeof *problems, cmp_problem);
+    }
+    if (check) {
+        size_t shown = nproblems < MAX_PROBLEMS_SHOWN ? nproblems : MAX_PROBLEMS_SHOWN;
+        for (size_t i = 0; i < shown; i++)
+            fprintf(stderr, "%s:%" PRIu32 ": %s\n", in_name, problems[i].line, problems[i].msg);
+        if (nproblems + problems_dropped > shown)
+            fprintf(stderr, "%s: ... and %zu more problems\n", prog,
+                    nproblems + problems_dropped - shown);
+    } else if (nproblems) {
+        fprintf(stderr, "%s: warning: %s has %zu%s problems (--check lists them)\n",
+                prog, in_name, nproblems + problems_dropped, problems_dropped ? "+" : "");
+    }
+
+    if (mode == M_SORTED)
+        print_sorted();
+    else if (mode == M_TIMELINE)
+        print_timeline();
+    else if (mode_set || !check)
+        print_summary();
+    else
+        printf("%s: %zu events, %zu problem%s\n", in_name, nrecs, nproblems + problems_dropped,
+               nproblems + problems_dropped == 1 ? "" : "s");
+
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: write error\n", prog);
+        return 1;
+    }
+    return check && nproblems ? 1 : 0;
+}
