@@ -89,13 +89,17 @@ typedef struct sf_config {
  * called):
  *   SF_THREADS     threads that run tasks at once, 1..SF_MAX_THREADS;
  *                  default the number of online CPUs.
- *   SF_TRACE       1/true/yes/on or 0/false/no/off; default 0.
+ *   SF_TRACE       1/true/yes/on or 0/false/no/off, any case; default 0.
  *   SF_TRACE_FILE  a path; the trace goes there instead of stderr.
  * A bad value prints one line on stderr naming the variable and what is used
  * instead; it never fails sf_init().
  *
+ * A field set in cfg wins over its environment variable, which is then not
+ * read at all (so not reported either).
+ *
  * Returns 0, or -1 with errno:
  *   EINVAL  a cfg field is out of range (nothing is started);
+ *   ENOENT, EACCES, ...  cfg->trace_file cannot be opened (open(2)'s error);
  *   EBUSY   the runtime is already running (sf_do() starts it implicitly);
  *   EAGAIN  a worker thread could not be created (nothing is left running);
  *   ENOMEM  out of memory.

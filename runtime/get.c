@@ -23,7 +23,11 @@
  * is itself either computing or in a get of its own, and the same holds
  * there. No step needs a free pool worker: every task can run in the thread
  * that needs it, so a pool of any size, even none, finishes any computation
- * whose gets form no cycle. Helping (step 4) is for speed, not for progress.
+ * whose gets form no cycle. Helping (step 4) adds speed, and progress for
+ * tasks that wait for each other by other means than sf_get (a flag, a
+ * queue): after spinning, a blocked get takes other threads' private tasks
+ * too (SF__SCAN_FORCE), so every task not yet started stays within its
+ * reach whatever its owner is doing.
  * (As in every help-first runtime, a thread that runs a task while it waits
  * cannot return to its own wait before that task ends; a program in which
  * that helped task waits, directly or not, for the waiting thread's own

@@ -95,7 +95,8 @@ static inline bool sf__pending_here(uint64_t s, int id)
 /* The record id in a state's tag. */
 static inline int sf__tag_owner(uint64_t s) { return (int)(sf__tag(s) >> SF__SEQ_BITS); }
 
-/* Owner: publish if a thief asked. Called at every sf_do and sf_get. */
+/* Owner: publish if a thief asked. Called at every sf_get (and while a get
+ * waits, and by idle workers for their own queues). */
 static inline void sf__pending_poll(struct sf__thread *t)
 {
     /* Relaxed: a hint; a request missed now is seen at the next call. */

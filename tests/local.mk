@@ -1,0 +1,70 @@
+# tests/local.mk - included by the top Makefile.am (paths are from the top
+# directory). One Check program per concept; each test runs in a fresh
+# process (Check's fork mode), so a test sets its environment before it
+# starts the runtime. Built and run by `make check` only when Check is found.
+
+if HAVE_CHECK
+
+check_PROGRAMS += tests/test_lazy
+check_PROGRAMS += tests/test_meh
+check_PROGRAMS += tests/test_once
+check_PROGRAMS += tests/test_help
+check_PROGRAMS += tests/test_foreign
+check_PROGRAMS += tests/test_release
+check_PROGRAMS += tests/test_shutdown
+check_PROGRAMS += tests/test_config
+check_PROGRAMS += tests/test_errors
+check_PROGRAMS += tests/test_trace
+
+TESTS += tests/test_lazy
+TESTS += tests/test_meh
+TESTS += tests/test_once
+TESTS += tests/test_help
+TESTS += tests/test_foreign
+TESTS += tests/test_release
+TESTS += tests/test_shutdown
+TESTS += tests/test_config
+TESTS += tests/test_errors
+TESTS += tests/test_trace
+
+tests_test_lazy_SOURCES = tests/test_lazy.c tests/testutil.c tests/testutil.h
+tests_test_lazy_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_lazy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_meh_SOURCES = tests/test_meh.c tests/testutil.c tests/testutil.h
+tests_test_meh_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_meh_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_once_SOURCES = tests/test_once.c tests/testutil.c tests/testutil.h
+tests_test_once_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_once_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_help_SOURCES = tests/test_help.c tests/testutil.c tests/testutil.h
+tests_test_help_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_help_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_foreign_SOURCES = tests/test_foreign.c tests/testutil.c tests/testutil.h
+tests_test_foreign_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_foreign_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_release_SOURCES = tests/test_release.c tests/testutil.c tests/testutil.h
+tests_test_release_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_release_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_shutdown_SOURCES = tests/test_shutdown.c tests/testutil.c tests/testutil.h
+tests_test_shutdown_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_shutdown_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_config_SOURCES = tests/test_config.c tests/testutil.c tests/testutil.h
+tests_test_config_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_errors_SOURCES = tests/test_errors.c tests/testutil.c tests/testutil.h
+tests_test_errors_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_errors_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_trace_SOURCES = tests/test_trace.c tests/testutil.c tests/testutil.h
+tests_test_trace_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_trace_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+endif

@@ -1,0 +1,231 @@
+/*
+ * test_help.c - a get whose task runs on another thread helps instead of
+ * sleeping: it runs pending work (its own, then other threads'), so work that
+ * the running task waits for gets done even when no pool worker is free.
+ *
+ * Each scenario is built so that the only way to finish is for a blocked get
+ * to run a pending task. Tasks wait for flags with a deadline (WAIT_MS) and
+ * return a wrong value when it passes, so a runtime that does not help fails
+ * the test instead of hanging; the tcase timeout is the watchdog beyond that.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define WAIT_MS 6000L
+
+static atomic_int a_started, flag, b_runs, hog_started, hog_release;
+static pthread_t a_thread, b_thread, hog_thread;
+static double a_end_ms;
+
+/* a: waits until b has run. */
+static void *wait_for_flag(void *arg)
+{
+    a_thread = pthread_self();
+    atomic_store(&a_started, 1);
+    return tu_wait_flag(&flag, WAIT_MS) ? arg : (void *)-1L;
+}
+
+/* b: what a waits for. */
+static void *set_flag(void *arg)
+{
+    b_thread = pthread_self();
+    atomic_fetch_add(&b_runs, 1);
+    atomic_store(&flag, 1);
+    return arg;
+}
+
+static void *hog(void *arg)
+{
+    hog_thread = pthread_self();
+    atomic_store(&hog_started, 1);
+    return tu_wait_flag(&hog_release, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *wait_hog_started(void *arg)
+{
+    return tu_wait_flag(&hog_started, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *slow(void *arg)
+{
+    a_thread = pthread_self();
+    atomic_store(&a_started, 1);
+    tu_sleep_ms(300);
+    a_end_ms = tu_now_ms();
+    return arg;
+}
+
+struct getter {
+    sf_future *f;
+    int wait_started; /* get only once a_started is set */
+    void *val;
+    pthread_t self;
+    double done_ms;
+};
+
+static void *foreign_get(void *arg)
+{
+    struct getter *g = arg;
+    g->self = pthread_self();
+    if (g->wait_started && !tu_wait_flag(&a_started, WAIT_MS)) {
+        g->val = (void *)-2L;
+        return NULL;
+    }
+    g->val = sf_get(g->f);
+    g->done_ms = tu_now_ms();
+    return NULL;
+}
+
+/* SF_THREADS=1, so no worker exists. A foreign thread runs a (it got it
+ * first); main then gets a, which runs elsewhere: main must run b, its own
+ * pending task, while it waits, or a never finishes. */
+START_TEST(blocked_get_runs_own_pending)
+{
+    tu_env_threads(1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *a = sf_do(wait_for_flag, (void *)111L);
+    sf_future *b = sf_do(set_flag, (void *)222L);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    struct getter g = {.f = a, .wait_started = 0};
+    pthread_t tid;
+    ck_assert_int_eq(pthread_create(&tid, NULL, foreign_get, &g), 0);
+    ck_assert_msg(tu_wait_flag(&a_started, WAIT_MS), "the foreign get never started a");
+    void *v = sf_get(a);
+    ck_assert_int_eq(pthread_join(tid, NULL), 0);
+    ck_assert_ptr_eq(v, (void *)111L);
+    ck_assert_ptr_eq(g.val, (void *)111L);
+    ck_assert(pthread_equal(a_thread, g.self));
+    ck_assert_int_eq(atomic_load(&b_runs), 1);
+    ck_assert(pthread_equal(b_thread, pthread_self()));
+    ck_assert_int_eq(sf_is_done(b), 1);
+    ck_assert_ptr_eq(sf_get(b), (void *)222L);
+
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 2);
+    ck_assert_uint_eq(s.run_inline, 1);  /* a, by the foreign get of a */
+    ck_assert_uint_eq(s.run_stolen, 1);  /* b, by main's blocked get */
+    ck_assert_uint_eq(s.run_pool, 0);
+    ck_assert_uint_eq(s.discarded, 0);
+    ck_assert_uint_eq(s.gets_blocked, 1); /* main's get of a */
+    sf_release(a);
+    sf_release(b);
+    sf_shutdown();
+}
+END_TEST
+
+/* The scenario where only stealing from another thread can finish: main gets
+ * a and runs it itself (a is main's own pending task); a waits for b, which
+ * main's get submitted and which is still pending in main's queue. A foreign
+ * thread then gets a: a runs elsewhere (on main), so that get must run other
+ * threads' pending work - b - instead of sleeping. Nobody else can: main is
+ * inside a, and no pool worker is free (none at SF_THREADS=1; busy with a hog
+ * at SF_THREADS=2). */
+static void steal_scenario(int with_busy_worker)
+{
+    uint64_t extra_created = 0, extra_inline = 0, extra_pool = 0;
+    sf_future *h = NULL;
+    if (with_busy_worker) {
+        /* Occupy the only worker: get x, which waits until the worker took
+         * the older submitted task h. */
+        tu_sleep_ms(20); /* let the worker go idle */
+        h = sf_do(hog, (void *)333L);
+        sf_future *x = sf_do(wait_hog_started, (void *)444L);
+        ck_assert_ptr_eq(sf_get(x), (void *)444L);
+        ck_assert_msg(atomic_load(&hog_started),
+                      "setup: the idle worker never took the submitted task");
+        ck_assert(!pthread_equal(hog_thread, pthread_self()));
+        sf_release(x);
+        extra_created = 2;
+        extra_inline = 1;
+        extra_pool = 1;
+    }
+    sf_future *a = sf_do(wait_for_flag, (void *)111L);
+    sf_future *b = sf_do(set_flag, (void *)222L);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    struct getter g = {.f = a, .wait_started = 1};
+    pthread_t tid;
+    ck_assert_int_eq(pthread_create(&tid, NULL, foreign_get, &g), 0);
+    void *v = sf_get(a); /* runs a here: a is pending in this thread */
+    ck_assert_int_eq(pthread_join(tid, NULL), 0);
+    ck_assert(pthread_equal(a_thread, pthread_self()));
+    ck_assert_msg(atomic_load(&b_runs) == 1,
+                  "b (pending in main's queue) never ran while a foreign get of a waited");
+    ck_assert_msg(v == (void *)111L, "a timed out waiting for b: got %p", v);
+    ck_assert_ptr_eq(g.val, (void *)111L);
+    ck_assert(pthread_equal(b_thread, g.self));
+    ck_assert_ptr_eq(sf_get(b), (void *)222L);
+    if (h != NULL) {
+        atomic_store(&hog_release, 1);
+        ck_assert_ptr_eq(sf_get(h), (void *)333L);
+        sf_release(h);
+    }
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 2 + extra_created);
+    ck_assert_uint_eq(s.run_inline, 1 + extra_inline); /* a (and x) */
+    ck_assert_uint_eq(s.run_stolen, 1);                /* b, by the foreign get */
+    ck_assert_uint_eq(s.run_pool, extra_pool);         /* the hog */
+    ck_assert_uint_eq(s.discarded, 0);
+    sf_release(a);
+    sf_release(b);
+    sf_shutdown();
+}
+
+START_TEST(blocked_get_steals_from_other_thread)
+{
+    tu_env_threads(1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    steal_scenario(0);
+}
+END_TEST
+
+START_TEST(blocked_get_steals_while_worker_busy)
+{
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    steal_scenario(1);
+}
+END_TEST
+
+/* With nothing to run, a blocked get sleeps, and wakes when its task ends. */
+START_TEST(blocked_get_sleeps_and_wakes)
+{
+    tu_env_threads(1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *a = sf_do(slow, (void *)555L);
+    struct getter g = {.f = a, .wait_started = 1};
+    pthread_t tid;
+    ck_assert_int_eq(pthread_create(&tid, NULL, foreign_get, &g), 0);
+    ck_assert_ptr_eq(sf_get(a), (void *)555L);
+    ck_assert_int_eq(pthread_join(tid, NULL), 0);
+    ck_assert_ptr_eq(g.val, (void *)555L);
+    ck_assert(pthread_equal(a_thread, pthread_self()));
+    double late = g.done_ms - a_end_ms;
+    ck_assert_msg(late < 200.0, "the sleeping get returned %.1f ms after its task ended", late);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 1);
+    ck_assert_uint_eq(s.run_inline, 1);
+    ck_assert_uint_eq(s.gets_blocked, 1);
+    ck_assert_uint_ge(s.sleeps, 1);
+    sf_release(a);
+    sf_shutdown();
+}
+END_TEST
+
+static Suite *help_suite(void)
+{
+    Suite *s = suite_create("help");
+    TCase *tc = tcase_create("help");
+    tcase_set_timeout(tc, 10); /* the watchdog: fail, don't hang */
+    tcase_add_test(tc, blocked_get_runs_own_pending);
+    tcase_add_test(tc, blocked_get_steals_from_other_thread);
+    tcase_add_test(tc, blocked_get_steals_while_worker_busy);
+    tcase_add_test(tc, blocked_get_sleeps_and_wakes);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(help_suite)

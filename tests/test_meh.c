@@ -1,0 +1,173 @@
+/*
+ * test_meh.c - the soft cap and the "embrace of meh": nested gets far deeper
+ * and wider than the pool complete with exact results, on at most SF_THREADS
+ * threads, and the pool never grows.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define CHAIN_DEPTH 10000L
+#define FANOUT 8
+#define TREE_DEPTH 5L
+#define TREE_NODES 37449L /* 1 + 8 + 8^2 + ... + 8^5 */
+/* Nesting lives on thread stacks: give every thread that nests plenty. */
+#define BIG_STACK (64 * TU_MIB)
+
+static const int thread_counts[] = {1, 2, 4};
+
+static atomic_int os_threads_at_bottom = -1;
+
+/* chain(k) makes chain(k-1) with sf_do and gets it: k nested gets. */
+static void *chain(void *arg)
+{
+    tu_threads_note();
+    long k = (long)arg;
+    if (k <= 1) {
+        atomic_store(&os_threads_at_bottom, tu_os_threads());
+        return (void *)1L;
+    }
+    sf_future *c = sf_do(chain, (void *)(k - 1));
+    if (c == NULL)
+        return (void *)-1000000L;
+    long r = (long)sf_get(c);
+    sf_release(c);
+    return (void *)(r + 1);
+}
+
+static void *chain_root(void *arg)
+{
+    sf_future *f = sf_do(chain, arg);
+    if (f == NULL)
+        return (void *)-1L;
+    void *r = sf_get(f);
+    sf_release(f);
+    return r;
+}
+
+/* tree(d): 8 children of depth d-1, all queued before any is got. */
+static void *tree(void *arg)
+{
+    tu_threads_note();
+    long d = (long)arg;
+    if (d == 0)
+        return (void *)1L;
+    sf_future *c[FANOUT];
+    for (int i = 0; i < FANOUT; i++)
+        c[i] = sf_do(tree, (void *)(d - 1));
+    long sum = 1;
+    for (int i = 0; i < FANOUT; i++) {
+        sum += (long)sf_get(c[i]);
+        sf_release(c[i]);
+    }
+    return (void *)sum;
+}
+
+static void start_with(int threads)
+{
+    tu_env_threads(threads);
+    int before = tu_os_threads();
+    sf_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.stack_size = BIG_STACK; /* threads from SF_THREADS */
+    ck_assert_int_eq(sf_init(&cfg), 0);
+    /* The pool has SF_THREADS - 1 workers, no more. */
+    ck_assert_int_eq(tu_os_threads(), before + threads - 1);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_int_eq(s.threads, threads);
+    ck_assert_int_eq(s.workers, threads - 1);
+}
+
+static void check_stats(int threads, uint64_t created)
+{
+    sf_stats s = tu_stats_quiet();
+    ck_assert_int_eq(s.threads, threads);
+    ck_assert_int_eq(s.workers, threads - 1);
+    ck_assert_int_le(s.peak_busy, s.workers);
+    ck_assert_uint_eq(s.created, created);
+    ck_assert_uint_eq(s.discarded, 0);
+    if (threads == 1) {
+        ck_assert_uint_eq(s.run_pool, 0);
+        ck_assert_int_eq(s.peak_busy, 0);
+    }
+}
+
+START_TEST(chain_10000_deep)
+{
+    int threads = thread_counts[_i];
+    start_with(threads);
+    int base = tu_os_threads();
+    tu_threads_reset();
+    /* The chain's root runs on a thread of ours with a deep stack: the main
+     * thread's stack is the system's. */
+    void *r = tu_run_on_thread(chain_root, (void *)CHAIN_DEPTH, BIG_STACK);
+    ck_assert_ptr_eq(r, (void *)CHAIN_DEPTH);
+    /* Depth did not become threads: at the bottom the process had the pool
+     * and our root thread, nothing more. */
+    ck_assert_int_eq(atomic_load(&os_threads_at_bottom), base + 1);
+    int ran_on = tu_threads_count();
+    ck_assert_int_ge(ran_on, 1);
+    ck_assert_int_le(ran_on, threads);
+    check_stats(threads, CHAIN_DEPTH);
+    ck_assert_int_eq(tu_os_threads(), base);
+    sf_shutdown();
+}
+END_TEST
+
+START_TEST(tree_fanout8_depth5)
+{
+    int threads = thread_counts[_i];
+    start_with(threads);
+    int base = tu_os_threads();
+    tu_threads_reset();
+    sf_future *f = sf_do(tree, (void *)TREE_DEPTH);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_eq(sf_get(f), (void *)TREE_NODES);
+    sf_release(f);
+    int ran_on = tu_threads_count();
+    ck_assert_int_ge(ran_on, 1);
+    ck_assert_int_le(ran_on, threads);
+    if (threads == 1) {
+        ck_assert_int_eq(ran_on, 1);
+        ck_assert(tu_threads_contains(pthread_self()));
+    }
+    check_stats(threads, TREE_NODES);
+    ck_assert_int_eq(tu_os_threads(), base);
+    sf_shutdown();
+}
+END_TEST
+
+/* Both in one runtime, tree after chain, still exact and within the cap. */
+START_TEST(chain_then_tree)
+{
+    int threads = thread_counts[_i];
+    start_with(threads);
+    tu_threads_reset();
+    ck_assert_ptr_eq(tu_run_on_thread(chain_root, (void *)CHAIN_DEPTH, BIG_STACK),
+                     (void *)CHAIN_DEPTH);
+    ck_assert_int_le(tu_threads_count(), threads);
+    tu_threads_reset();
+    sf_future *f = sf_do(tree, (void *)TREE_DEPTH);
+    ck_assert_ptr_eq(sf_get(f), (void *)TREE_NODES);
+    sf_release(f);
+    ck_assert_int_le(tu_threads_count(), threads);
+    check_stats(threads, CHAIN_DEPTH + TREE_NODES);
+    sf_shutdown();
+}
+END_TEST
+
+static Suite *meh_suite(void)
+{
+    Suite *s = suite_create("meh");
+    int n = (int)(sizeof thread_counts / sizeof thread_counts[0]);
+    TCase *tc = tcase_create("meh");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, chain_10000_deep, 0, n);
+    tcase_add_loop_test(tc, tree_fanout8_depth5, 0, n);
+    tcase_add_loop_test(tc, chain_then_tree, 0, n);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(meh_suite)

@@ -1,0 +1,299 @@
+/*
+ * testutil.c - helpers shared by libsf's Check tests; see testutil.h.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double tu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void tu_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int tu_wait_flag(atomic_int *flag, long timeout_ms)
+{
+    double end = tu_now_ms() + (double)timeout_ms;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load(flag) != 0)
+            return 1;
+        if (tu_now_ms() > end)
+            return 0;
+        if (i < 1000) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 100000L}; /* 0.1 ms */
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+void tu_env_clean(void)
+{
+    unsetenv("SF_THREADS");
+    unsetenv("SF_TRACE");
+    unsetenv("SF_TRACE_FILE");
+}
+
+void tu_env_threads(int n)
+{
+    char buf[32];
+    tu_env_clean();
+    snprintf(buf, sizeof buf, "%d", n);
+    setenv("SF_THREADS", buf, 1);
+}
+
+int tu_online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > SF_MAX_THREADS ? SF_MAX_THREADS : (int)n;
+}
+
+void tu_capture_begin(struct tu_capture *c)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "stderr");
+    fflush(stderr);
+    c->tmp_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_msg(c->tmp_fd >= 0, "cannot create %s: %s", path, strerror(errno));
+    unlink(path);
+    c->saved_fd = dup(2);
+    ck_assert_int_ge(c->saved_fd, 0);
+    ck_assert_int_eq(dup2(c->tmp_fd, 2), 2);
+}
+
+char *tu_capture_end(struct tu_capture *c)
+{
+    fflush(stderr);
+    ck_assert_int_eq(dup2(c->saved_fd, 2), 2);
+    close(c->saved_fd);
+    off_t len = lseek(c->tmp_fd, 0, SEEK_END);
+    ck_assert_int_ge(len, 0);
+    char *buf = malloc((size_t)len + 1);
+    ck_assert_ptr_nonnull(buf);
+    ssize_t got = pread(c->tmp_fd, buf, (size_t)len, 0);
+    ck_assert_int_eq(got, len);
+    buf[len] = '\0';
+    close(c->tmp_fd);
+    return buf;
+}
+
+size_t tu_count_lines(const char *s)
+{
+    size_t n = 0;
+    const char *p = s;
+    for (; *p; p++)
+        if (*p == '\n')
+            n++;
+    if (p != s && p[-1] != '\n')
+        n++;
+    return n;
+}
+
+size_t tu_count_prefixed(const char *s, const char *prefix)
+{
+    size_t n = 0, len = strlen(prefix);
+    for (const char *p = s; *p;) {
+        if (strncmp(p, prefix, len) == 0)
+            n++;
+        const char *nl = strchr(p, '\n');
+        if (nl == NULL)
+            break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+char *tu_read_file(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
+        len += n;
+        if (cap - len - 1 == 0) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    fclose(fp);
+    buf[len] = '\0';
+    return buf;
+}
+
+void tu_tmp_path(char *buf, size_t size, const char *tag)
+{
+    static atomic_int serial;
+    const char *dir = getenv("TMPDIR");
+    if (dir == NULL || *dir == '\0')
+        dir = "/tmp";
+    snprintf(buf, size, "%s/libsf-test-%s-%ld-%d-%d", dir, tag, (long)getpid(),
+             atomic_fetch_add(&serial, 1), rand());
+    unlink(buf);
+}
+
+int tu_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* ---- which pthreads ran tasks ---- */
+
+#define TU_MAX_NOTED 256
+static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t noted[TU_MAX_NOTED];
+static int nnoted;
+static atomic_int noted_gen = 1;
+static __thread int my_noted_gen;
+
+void tu_threads_reset(void)
+{
+    pthread_mutex_lock(&noted_lock);
+    nnoted = 0;
+    atomic_fetch_add(&noted_gen, 1);
+    pthread_mutex_unlock(&noted_lock);
+}
+
+void tu_threads_note(void)
+{
+    int g = atomic_load_explicit(&noted_gen, memory_order_relaxed);
+    if (my_noted_gen == g)
+        return;
+    pthread_mutex_lock(&noted_lock);
+    g = atomic_load(&noted_gen);
+    if (my_noted_gen != g) {
+        my_noted_gen = g;
+        if (nnoted < TU_MAX_NOTED)
+            noted[nnoted] = pthread_self();
+        nnoted++;
+    }
+    pthread_mutex_unlock(&noted_lock);
+}
+
+int tu_threads_count(void)
+{
+    pthread_mutex_lock(&noted_lock);
+    int n = nnoted;
+    pthread_mutex_unlock(&noted_lock);
+    return n;
+}
+
+int tu_threads_contains(pthread_t t)
+{
+    int found = 0;
+    pthread_mutex_lock(&noted_lock);
+    for (int i = 0; i < nnoted && i < TU_MAX_NOTED; i++)
+        if (pthread_equal(noted[i], t))
+            found = 1;
+    pthread_mutex_unlock(&noted_lock);
+    return found;
+}
+
+static void *noop_thread(void *arg) { return arg; }
+
+int tu_os_threads(void)
+{
+    /* Sanitizer runtimes start a helper thread of their own at the first
+     * pthread_create: make that happen before anything is counted. */
+    static int warmed;
+    if (!warmed) {
+        warmed = 1;
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, noop_thread, NULL), 0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+    }
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+void *tu_run_on_thread(void *(*fn)(void *), void *arg, size_t stack)
+{
+    pthread_attr_t attr;
+    pthread_t tid;
+    void *ret = NULL;
+    ck_assert_int_eq(pthread_attr_init(&attr), 0);
+    if (stack != 0)
+        ck_assert_int_eq(pthread_attr_setstacksize(&attr, stack), 0);
+    ck_assert_int_eq(pthread_create(&tid, &attr, fn, arg), 0);
+    pthread_attr_destroy(&attr);
+    ck_assert_int_eq(pthread_join(tid, &ret), 0);
+    return ret;
+}
+
+/* ---- fib ---- */
+
+void *tu_fib(void *arg)
+{
+    long n = (long)arg;
+    if (n < 2)
+        return (void *)n;
+    sf_future *a = sf_do(tu_fib, (void *)(n - 1));
+    long b = (long)tu_fib((void *)(n - 2));
+    long r = (long)sf_get(a) + b; /* sf_get(NULL) is NULL: a failed sf_do shows */
+    sf_release(a);
+    return (void *)r;
+}
+
+long tu_fib_exact(int n)
+{
+    long a = 0, b = 1;
+    for (int i = 0; i < n; i++) {
+        long t = a + b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+uint64_t tu_fib_tasks(int n) { return (uint64_t)tu_fib_exact(n + 1) - 1; }
+
+sf_stats tu_stats_quiet(void) { return tu_stats_pending(0); }
+
+sf_stats tu_stats_pending(uint64_t pending)
+{
+    sf_stats s;
+    memset(&s, 0xa5, sizeof s);
+    ck_assert_int_eq(sf_stats_read(&s), 0);
+    ck_assert_msg(s.created == s.run_inline + s.run_pool + s.run_stolen + s.discarded + pending,
+                  "stats of a quiet runtime: created %llu != run_inline %llu + run_pool %llu + "
+                  "run_stolen %llu + discarded %llu + pending %llu",
+                  (unsigned long long)s.created, (unsigned long long)s.run_inline,
+                  (unsigned long long)s.run_pool, (unsigned long long)s.run_stolen,
+                  (unsigned long long)s.discarded, (unsigned long long)pending);
+    ck_assert_int_ge(s.peak_busy, 0);
+    ck_assert_int_le(s.peak_busy, s.workers);
+    ck_assert_int_eq(s.workers, s.threads - 1);
+    return s;
+}

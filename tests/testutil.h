@@ -1,0 +1,96 @@
+/*
+ * testutil.h - helpers shared by libsf's Check tests (tests/test_*.c).
+ *
+ * Every test program runs each test in a fresh process (Check's default fork
+ * mode), so a test sets its environment with setenv() before its first
+ * sf_init()/sf_do() and ends with sf_shutdown().
+ */
+#ifndef SF_TESTUTIL_H
+#define SF_TESTUTIL_H
+
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sf.h"
+
+/* Sanitizer builds: some tests (RLIMIT_AS) cannot run under them. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define TU_SANITIZED 1
+#else
+#define TU_SANITIZED 0
+#endif
+
+#define TU_MIB ((size_t)1 << 20)
+
+/* Time. */
+double tu_now_ms(void);
+void tu_sleep_ms(long ms);
+/* Waits until *flag != 0 or timeout_ms pass (yielding, then napping).
+ * Returns 1 if the flag was seen set, 0 on timeout. */
+int tu_wait_flag(atomic_int *flag, long timeout_ms);
+
+/* Environment: SF_THREADS=n, and clears SF_TRACE / SF_TRACE_FILE so a test
+ * starts from a known environment whatever the caller's shell has. */
+void tu_env_threads(int n);
+void tu_env_clean(void);
+int tu_online_cpus(void); /* what libsf documents as its default threads */
+
+/* stderr capture: fd 2 goes to a temporary file between begin and end. */
+struct tu_capture {
+    int saved_fd;
+    int tmp_fd;
+};
+void tu_capture_begin(struct tu_capture *c);
+/* Restores fd 2; returns what was written (malloc'd, NUL-terminated). */
+char *tu_capture_end(struct tu_capture *c);
+
+/* Text. */
+size_t tu_count_lines(const char *s);    /* '\n'-terminated lines (+ a last partial one) */
+size_t tu_count_prefixed(const char *s, const char *prefix); /* lines starting with prefix */
+char *tu_read_file(const char *path);    /* whole file, NUL-terminated; NULL if missing */
+/* A unique path under $TMPDIR (or /tmp) that does not exist yet. */
+void tu_tmp_path(char *buf, size_t size, const char *tag);
+int tu_file_exists(const char *path);
+
+/* Which pthreads ran tasks. tu_threads_note() is called by tasks; it records
+ * the calling pthread once per tu_threads_reset() generation. */
+void tu_threads_reset(void);
+void tu_threads_note(void);
+int tu_threads_count(void);
+int tu_threads_contains(pthread_t t);
+/* Threads of this process (entries of /proc/self/task). */
+int tu_os_threads(void);
+
+/* Runs fn(arg) on a new pthread with the given stack size, joins it and
+ * returns fn's value. */
+void *tu_run_on_thread(void *(*fn)(void *), void *arg, size_t stack);
+
+/* The header's example: fib(n) with one sf_do per call with n >= 2. */
+void *tu_fib(void *arg);
+long tu_fib_exact(int n);
+/* Futures tu_fib(n) makes: C(n) = 1 + C(n-1) + C(n-2), C(0) = C(1) = 0,
+ * which is fib(n+1) - 1. */
+uint64_t tu_fib_tasks(int n);
+
+/* Reads the stats and asserts they are exact for a quiet runtime:
+ * created == run_inline + run_pool + run_stolen + discarded. */
+sf_stats tu_stats_quiet(void);
+/* The same with `pending` tasks known to be queued and not started:
+ * created == run_inline + run_pool + run_stolen + discarded + pending. */
+sf_stats tu_stats_pending(uint64_t pending);
+
+/* A main() for a test program made of one suite. */
+#define TU_MAIN(suite_fn)                                                        \
+    int main(void)                                                             \
+    {                                                                          \
+        SRunner *sr = srunner_create(suite_fn());                              \
+        srunner_run_all(sr, CK_NORMAL);                                        \
+        int failed = srunner_ntests_failed(sr);                                \
+        srunner_free(sr);                                                      \
+        return failed == 0 ? 0 : 1;                                            \
+    }
+
+#endif /* SF_TESTUTIL_H */
