@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""report.py - turns the raw results of tools/bench/run into the Markdown
+table, the goals section and the SVG chart. Python 3 standard library only.
+
+    report.py RAW.tsv META.txt OUT.md OUT.svg
+
+RAW.tsv: one line per run, tab-separated key=value fields, written by `run`:
+    rep wl rt threads rc status [seconds tasks maxrss_kb check sf_* ...]
+META.txt: key=value lines (machine, compilers, sizes, build notes, memory).
+The Markdown goes to OUT.md and to stdout.
+"""
+import math
+import statistics
+import sys
+
+RUNTIME_ORDER = ["seq", "libsf", "onetbb", "gomp", "llomp"]
+RUNTIME_LABEL = {
+    "seq": "sequential",
+    "libsf": "libsf",
+    "onetbb": "oneTBB",
+    "gomp": "OpenMP (gcc/libgomp)",
+    "llomp": "OpenMP (clang/libomp)",
+    "ideal": "ideal (seq / threads)",
+}
+COLORS = {"libsf": "#d62728", "gomp": "#1f77b4", "llomp": "#2ca02c", "onetbb": "#7f7f7f"}
+WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "nqueens", "meh-chain", "meh-tree"]
+
+
+def parse_kv(line):
+    d = {}
+    for f in line.rstrip("\n").split("\t"):
+        if "=" in f:
+            k, v = f.split("=", 1)
+            d[k] = v
+    return d
+
+
+def load(raw_path, meta_path):
+    runs = []
+    with open(raw_path) as f:
+        for line in f:
+            if line.strip():
+                runs.append(parse_kv(line))
+    meta = {}
+    order = []
+    with open(meta_path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "=" in line:
+                k, v = line.split("=", 1)
+                if k not in meta:
+                    order.append(k)
+                meta[k] = v
+    return runs, meta, order
+
+
+class Cell:
+    """All runs of one (workload, threads, runtime)."""
+
+    def __init__(self):
+        self.ok = []  # dicts of successful runs
+        self.bad = []  # (status, rc)
+
+    @property
+    def attempted(self):
+        return len(self.ok) + len(self.bad)
+
+    def median(self, key="seconds"):
+        vals = [float(r[key]) for r in self.ok if key in r]
+        return statistics.median(vals) if vals else None
+
+    def median_run(self):
+        """The successful run whose time is the (lower) median."""
+        if not self.ok:
+            return None
+        s = sorted(self.ok, key=lambda r: float(r["seconds"]))
+        return s[(len(s) - 1) // 2]
+
+    def tasks(self):
+        for r in self.ok:
+            if "tasks" in r:
+                return int(r["tasks"])
+        return None
+
+    def status(self):
+        if not self.bad:
+            return "%d/%d" % (len(self.ok), self.attempted)
+        kinds = sorted(set(b[0] for b in self.bad))
+        return "%d/%d %s" % (len(self.ok), self.attempted, ",".join(kinds))
+
+
+def fmt_s(x):
+    if x is None:
+        return "-"
+    if x >= 10:
+        return "%.2f" % x
+    if x >= 0.1:
+        return "%.3f" % x
+    return "%.4f" % x
+
+
+def fmt_r(x):
+    if x is None:
+        return "-"
+    if x >= 100:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+def fmt_ns(x):
+    if x is None:
+        return "-"
+    if abs(x) >= 1000:
+        return "%.0f" % x
+    return "%.1f" % x
+
+
+def main():
+    raw_path, meta_path, md_path, svg_path = sys.argv[1:5]
+    runs, meta, meta_order = load(raw_path, meta_path)
+
+    cells = {}
+    for r in runs:
+        key = (r["wl"], int(r["threads"]), r["rt"])
+        c = cells.setdefault(key, Cell())
+        if r.get("status") == "ok":
+            c.ok.append(r)
+        else:
+            c.bad.append((r.get("status", "?"), r.get("rc", "?")))
+
+    workloads = [w for w in WORKLOAD_ORDER if any(k[0] == w for k in cells)]
+    workloads += sorted(set(k[0] for k in cells) - set(workloads))
+    threads_all = sorted(set(k[1] for k in cells if k[2] != "seq"))
+    runtimes = [rt for rt in RUNTIME_ORDER if any(k[2] == rt for k in cells)]
+
+    def med(w, t, rt):
+        c = cells.get((w, t, rt))
+        return c.median() if c else None
+
+    def seq_time(w):
+        return med(w, 1, "seq")
+
+    def seq_rss(w):
+        c = cells.get((w, 1, "seq"))
+        return c.median("maxrss_kb") if c else None
+
+    out = []
+    P = out.append
+    P("# libsf benchmarks")
+    P("")
+    P("- date: %s" % meta.get("date", "?"))
+    P("- mode: %s, %s repetitions per cell, runtimes interleaved per repetition"
+      % (meta.get("mode", "?"), meta.get("reps", "?")))
+    P("- machine: `%s`" % meta.get("uname", "?"))
+    P("- CPU: %s (%s online CPUs)" % (meta.get("cpu", "?"), meta.get("nproc", "?")))
+    for k in ("gcc", "clang", "g++"):
+        if k in meta:
+            P("- %s: %s" % (k, meta[k]))
+    for k in meta_order:
+        if k.startswith("peer_"):
+            P("- %s: %s" % (k[5:], meta[k]))
+    if "libsf_build" in meta:
+        P("- libsf build: %s" % meta["libsf_build"])
+    if "calib" in meta:
+        P("- calibration: %s" % meta["calib"])
+    if "load" in meta:
+        P("- machine load: %s" % meta["load"])
+    P("")
+    P("Sizes:")
+    P("")
+    for k in meta_order:
+        if k.startswith("size_"):
+            P("- `%s`: %s" % (k[5:], meta[k]))
+    P("")
+    P("Times are the median wall time of the workload inside the process (runtime "
+      "started and warmed up first). *vs seq* = time / sequential time; *vs oneTBB* = "
+      "time / oneTBB's time at the same thread count; *ns/task* = (time x threads - "
+      "sequential time) / tasks, the core time each task costs beyond the work; "
+      "*peak RSS* = getrusage ru_maxrss; *runs* = successful / attempted.")
+    P("")
+    P("| workload | threads | runtime | median s | vs seq | vs oneTBB | ns/task | "
+      "peak RSS MB | RSS vs seq | runs |")
+    P("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
+    chart = []  # (label, runtime, ratio)
+    for w in workloads:
+        st = seq_time(w)
+        srss = seq_rss(w)
+        c = cells.get((w, 1, "seq"))
+        if c:
+            rss = c.median("maxrss_kb")
+            P("| %s | 1 | %s | %s | 1.00 | %s | - | %s | 1.00 | %s |" % (
+                w, RUNTIME_LABEL["seq"], fmt_s(st),
+                fmt_r(st / med(w, 1, "onetbb")) if st and med(w, 1, "onetbb") else "-",
+                "%.1f" % (rss / 1024) if rss else "-", c.status()))
+        for t in threads_all:
+            tbb = med(w, t, "onetbb")
+            if w == "uneven" and st:
+                ideal = st / t
+                P("| %s | %d | %s | %s | %s | %s | - | - | - | - |" % (
+                    w, t, RUNTIME_LABEL["ideal"], fmt_s(ideal), fmt_r(ideal / st),
+                    fmt_r(ideal / tbb) if tbb else "-"))
+            for rt in runtimes:
+                if rt == "seq":
+                    continue
+                c = cells.get((w, t, rt))
+                if not c:
+                    continue
+                m = c.median()
+                tasks = c.tasks()
+                rss = c.median("maxrss_kb")
+                vs_seq = m / st if (m is not None and st) else None
+                vs_tbb = m / tbb if (m is not None and tbb) else None
+                ns = ((m * t - st) / tasks * 1e9) if (m is not None and st and tasks) else None
+                P("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    w, t, RUNTIME_LABEL.get(rt, rt), fmt_s(m), fmt_r(vs_seq), fmt_r(vs_tbb),
+                    fmt_ns(ns), "%.1f" % (rss / 1024) if rss else "-",
+                    fmt_r(rss / srss) if (rss and srss) else "-", c.status()))
+                if rt != "onetbb" and vs_tbb is not None:
+                    chart.append(("%s @%d" % (w, t), rt, vs_tbb))
+    P("")
+
+    # Task-count consistency: every runtime must make the same number of tasks.
+    for w in workloads:
+        counts = set()
+        for (ww, t, rt), c in cells.items():
+            if ww == w and c.tasks() is not None:
+                counts.add(c.tasks())
+        if len(counts) > 1:
+            P("**Warning**: `%s` task counts differ between runtimes: %s" % (
+                w, ", ".join(str(x) for x in sorted(counts))))
+            P("")
+
+    # libsf scheduler counters of the median run.
+    sf_rows = []
+    for w in workloads:
+        for t in threads_all:
+            c = cells.get((w, t, "libsf"))
+            r = c.median_run() if c else None
+            if r and "sf_created" in r:
+                sf_rows.append((w, t, r))
+    if sf_rows:
+        P("libsf scheduler counters (sf_stats of the median run, workload only):")
+        P("")
+        P("| workload | threads | created | inline | pool | stolen | discarded | "
+          "blocked gets | sleeps | peak busy |")
+        P("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for w, t, r in sf_rows:
+            P("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                w, t, r.get("sf_created"), r.get("sf_inline"), r.get("sf_pool"),
+                r.get("sf_stolen"), r.get("sf_discarded"), r.get("sf_blocked"),
+                r.get("sf_sleeps"), r.get("sf_peak_busy")))
+        P("")
+
+    # Memory.
+    mem_b = meta.get("mem_bytes_per_future")
+    P("Memory: %s" % (
+        "%s bytes per live pending future (%s futures made with sf_do, none got; "
+        "RSS from /proc/self/statm before/after; %s)" % (
+            mem_b, meta.get("mem_futures", "?"), meta.get("mem_detail", ""))
+        if mem_b else "bytes per pending future not measured (%s)" %
+        meta.get("mem_error", "libsf not built")))
+    P("")
+
+    # Failures.
+    fails = [(k, c) for k, c in sorted(cells.items()) if c.bad]
+    if fails:
+        P("Failed runs:")
+        P("")
+        for (w, t, rt), c in fails:
+            P("- %s %s @%d threads: %s" % (RUNTIME_LABEL.get(rt, rt), w, t, ", ".join(
+                "%s (rc %s)" % b for b in c.bad)))
+        P("")
+    for k in meta_order:
+        if k.startswith("warning"):
+            P("**Warning**: %s" % meta[k])
+            P("")
+
+    # Goals.
+    P("## Goals")
+    P("")
+    goals = []
+
+    def goal(name, ok, detail):
+        goals.append((name, ok, detail))
+
+    def ratio_str(a, b):
+        return "%s s / %s s = %.3f" % (fmt_s(a), fmt_s(b), a / b)
+
+    sf = lambda w, t: med(w, t, "libsf")  # noqa: E731
+    tb = lambda w, t: med(w, t, "onetbb")  # noqa: E731
+
+    def missing(*vals):
+        return any(v is None for v in vals)
+
+    def complete(w, t, rt):
+        c = cells.get((w, t, rt))
+        return c is not None and c.ok and not c.bad
+
+    # fib at 2 threads vs oneTBB and both OpenMPs.
+    a, b = sf("fib", 2), tb("fib", 2)
+    if missing(a, b) or not complete("fib", 2, "libsf"):
+        goal("fib @2: libsf <= 0.25 x oneTBB", None, "not measured (libsf %s, oneTBB %s)"
+             % (fmt_s(a), fmt_s(b)))
+    else:
+        goal("fib @2: libsf <= 0.25 x oneTBB", a <= 0.25 * b, "libsf/oneTBB " + ratio_str(a, b))
+    for rt in ("gomp", "llomp"):
+        o = med("fib", 2, rt)
+        name = "fib @2: libsf faster than %s" % RUNTIME_LABEL[rt]
+        if missing(a, o) or not complete("fib", 2, "libsf"):
+            goal(name, None, "not measured (libsf %s, %s %s)" % (fmt_s(a), rt, fmt_s(o)))
+        else:
+            goal(name, a < o, "libsf/%s %s" % (rt, ratio_str(a, o)))
+    # fib at 1 thread: overhead per task.
+    a, s = sf("fib", 1), seq_time("fib")
+    c = cells.get(("fib", 1, "libsf"))
+    if missing(a, s) or not c or not c.tasks():
+        goal("fib @1: libsf <= 10 ns/task over sequential", None, "not measured")
+    else:
+        ns = (a - s) / c.tasks() * 1e9
+        goal("fib @1: libsf <= 10 ns/task over sequential", ns <= 10,
+             "(%s s - %s s) / %d tasks = %.1f ns" % (fmt_s(a), fmt_s(s), c.tasks(), ns))
+    # nqueens and throughput at 2 threads vs oneTBB.
+    for w in ("nqueens", "tput-a", "tput-b"):
+        a, b = sf(w, 2), tb(w, 2)
+        name = "%s @2: libsf <= 0.85 x oneTBB" % w
+        if missing(a, b) or not complete(w, 2, "libsf"):
+            goal(name, None, "not measured (libsf %s, oneTBB %s)" % (fmt_s(a), fmt_s(b)))
+        else:
+            goal(name, a <= 0.85 * b, "libsf/oneTBB " + ratio_str(a, b))
+    a, s = sf("nqueens", 2), seq_time("nqueens")
+    if missing(a, s) or not complete("nqueens", 2, "libsf"):
+        goal("nqueens @2: libsf within 10% of sequential/2", None, "not measured")
+    else:
+        goal("nqueens @2: libsf within 10% of sequential/2", a <= 1.1 * s / 2,
+             "libsf/(seq/2) = %s s / %s s = %.3f" % (fmt_s(a), fmt_s(s / 2), a / (s / 2)))
+    # uneven batch: within 10% of ideal at every thread count.
+    s = seq_time("uneven")
+    for t in threads_all:
+        a = sf("uneven", t)
+        name = "uneven @%d: libsf within 10%% of ideal" % t
+        if missing(a, s) or not complete("uneven", t, "libsf"):
+            goal(name, None, "not measured")
+        else:
+            goal(name, a <= 1.1 * s / t, "libsf/ideal = %s s / %s s = %.3f"
+                 % (fmt_s(a), fmt_s(s / t), a / (s / t)))
+    # meh: completes everywhere, and <= 1.2 x sequential at 1 thread.
+    for w in ("meh-chain", "meh-tree"):
+        cs = [(t, cells.get((w, t, "libsf"))) for t in threads_all]
+        cs = [(t, c) for t, c in cs if c]
+        if not cs:
+            goal("%s: libsf completes" % w, None, "not measured")
+        else:
+            bad = [(t, c.status()) for t, c in cs if c.bad or not c.ok]
+            goal("%s: libsf completes" % w, not bad,
+                 "all runs ok at %s threads" % ",".join(str(t) for t, _ in cs) if not bad
+                 else "; ".join("@%d: %s" % b for b in bad))
+        a, s = sf(w, 1), seq_time(w)
+        name = "%s @1: libsf <= 1.2 x sequential" % w
+        if missing(a, s):
+            goal(name, None, "not measured")
+        else:
+            goal(name, a <= 1.2 * s, "libsf/seq " + ratio_str(a, s))
+    # memory per pending future.
+    if mem_b:
+        goal("<= 64 bytes per pending future", float(mem_b) <= 64, "%s bytes" % mem_b)
+    else:
+        goal("<= 64 bytes per pending future", None, "not measured")
+    # peak RSS vs sequential.
+    for w in workloads:
+        srss = seq_rss(w)
+        worst = None
+        for t in threads_all:
+            c = cells.get((w, t, "libsf"))
+            r = c.median("maxrss_kb") if c else None
+            if r is not None and (worst is None or r > worst[1]):
+                worst = (t, r)
+        name = "%s: libsf peak RSS <= 2 x sequential + 16 MB" % w
+        if worst is None or srss is None:
+            goal(name, None, "not measured")
+        else:
+            limit = 2 * srss + 16 * 1024
+            goal(name, worst[1] <= limit, "worst %.1f MB @%d threads, limit %.1f MB "
+                 "(sequential %.1f MB)" % (worst[1] / 1024, worst[0], limit / 1024, srss / 1024))
+
+    P("| goal | result | numbers |")
+    P("|---|---|---|")
+    for name, ok, detail in goals:
+        P("| %s | %s | %s |" % (name, "MET" if ok else ("MISSED" if ok is False else "NOT MEASURED"),
+                                detail))
+    met = sum(1 for g in goals if g[1])
+    missed = sum(1 for g in goals if g[1] is False)
+    unk = sum(1 for g in goals if g[1] is None)
+    P("")
+    P("%d met, %d missed, %d not measured." % (met, missed, unk))
+    P("")
+    P("Chart of the ratios to oneTBB: `latest.svg` next to this file.")
+
+    text = "\n".join(out) + "\n"
+    with open(md_path, "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    write_svg(svg_path, chart, meta)
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def write_svg(path, chart, meta):
+    """Horizontal bars of time / oneTBB time on a log2 axis; 1.0 = oneTBB."""
+    rows = chart
+    bar_h, gap = 14, 8
+    left, right, top = 170, 90, 60
+    plot_w = 560
+    # Group rows by label to leave a gap between groups.
+    groups = []
+    for label, rt, v in rows:
+        if not groups or groups[-1][0] != label:
+            groups.append((label, []))
+        groups[-1][1].append((rt, v))
+    height = top + sum(len(g[1]) * bar_h + gap for g in groups) + 60
+    width = left + plot_w + right
+    vals = [v for _, _, v in rows if v > 0]
+    lo = min([0.25] + vals)
+    hi = max([4.0] + vals)
+    lo_e = math.floor(math.log2(lo))
+    hi_e = math.ceil(math.log2(hi))
+    lo_e, hi_e = max(lo_e, -8), min(hi_e, 8)
+
+    def x_of(v):
+        e = math.log2(max(min(v, 2 ** hi_e), 2 ** lo_e))
+        return left + (e - lo_e) / (hi_e - lo_e) * plot_w
+
+    s = []
+    s.append('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+             'font-family="sans-serif" font-size="11">' % (width, height))
+    s.append('<rect width="100%" height="100%" fill="white"/>')
+    s.append('<text x="%d" y="20" font-size="14" font-weight="bold">libsf and OpenMP: time / '
+             'oneTBB time (log scale; left of 1 = faster than oneTBB)</text>' % 10)
+    s.append('<text x="10" y="38" fill="#555">%s; %s; %s reps</text>' % (
+        esc(meta.get("date", "")), esc(meta.get("cpu", "")), esc(meta.get("reps", ""))))
+    y_end = height - 50
+    for e in range(lo_e, hi_e + 1):
+        x = x_of(2 ** e)
+        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (
+            x, top - 5, x, y_end, "#000" if e == 0 else "#ddd", "1.5" if e == 0 else "1"))
+        lab = ("%g" % (2 ** e)) if e >= 0 else "1/%d" % (2 ** -e)
+        s.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#333">%s</text>' % (
+            x, y_end + 14, lab))
+    y = top
+    x1 = x_of(1.0)
+    for label, items in groups:
+        s.append('<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>' % (
+            left - 8, y + len(items) * bar_h / 2, esc(label)))
+        for rt, v in items:
+            xv = x_of(v)
+            xa, xb = min(x1, xv), max(x1, xv)
+            s.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>' % (
+                xa, y + 1, max(xb - xa, 1), bar_h - 2, COLORS.get(rt, "#999")))
+            s.append('<text x="%.1f" y="%d" dominant-baseline="middle" fill="#222">%.2f</text>' % (
+                max(xv, x1) + 4, y + bar_h // 2, v))
+            y += bar_h
+        y += gap
+    # legend
+    lx = left
+    for rt in ("libsf", "gomp", "llomp"):
+        if any(r == rt for _, r, _ in rows):
+            s.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (
+                lx, height - 22, COLORS[rt]))
+            s.append('<text x="%d" y="%d">%s</text>' % (lx + 16, height - 12,
+                                                        esc(RUNTIME_LABEL[rt])))
+            lx += 190
+    s.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(s) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+/*
+ * bench_tbb.cpp - the workloads on oneTBB: tbb::task_group (run + wait) for
+ * every recursive workload, tbb::parallel_for (grain 1, simple_partitioner)
+ * for the uneven batch. Threads: global_control(max_allowed_parallelism, N),
+ * N counting the calling thread. See common.h for the command line.
+ */
+#include "common.h"
+
+#include <atomic>
+#include <vector>
+
+#if __has_include(<oneapi/tbb/task_group.h>)
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_group.h>
+#include <oneapi/tbb/version.h>
+#else
+#include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_group.h>
+#include <tbb/tbb_stddef.h>
+#endif
+
+static bench_params P;
+
+/* ---- fib: run(fib(n-1)); fib(n-2) directly; wait ------------------------- */
+
+__attribute__((noinline)) static long fib(long n)
+{
+    if (n < 2)
+        return n;
+    long a = 0;
+    tbb::task_group g;
+    g.run([&a, n] { a = fib(n - 1); });
+    long b = fib(n - 2);
+    g.wait();
+    return a + b;
+}
+
+/* ---- tput ------------------------------------------------------------------ */
+
+static uint64_t tput_child(uint64_t v)
+{
+    bench_spin(v, P.iters);
+    return v;
+}
+
+static uint64_t run_tput()
+{
+    std::vector<uint64_t> part((size_t)P.outer);
+    tbb::task_group outer;
+    for (long i = 0; i < P.outer; i++) {
+        outer.run([i, &part] {
+            std::vector<uint64_t> res((size_t)P.inner);
+            tbb::task_group inner;
+            for (long j = 0; j < P.inner; j++)
+                inner.run([i, j, &res] {
+                    res[(size_t)j] = tput_child((uint64_t)(i * P.inner + j + 1));
+                });
+            inner.wait();
+            uint64_t s = 0;
+            for (uint64_t r : res)
+                s += r;
+            part[(size_t)i] = s;
+        });
+    }
+    outer.wait();
+    uint64_t sum = 0;
+    for (uint64_t s : part)
+        sum += s;
+    return sum;
+}
+
+/* ---- uneven: parallel_for, one item per chunk ------------------------------ */
+
+static uint64_t run_uneven()
+{
+    std::vector<uint64_t> res((size_t)P.items);
+    tbb::parallel_for(
+        tbb::blocked_range<long>(0, P.items, 1),
+        [&res](const tbb::blocked_range<long> &r) {
+            for (long i = r.begin(); i != r.end(); ++i) {
+                bench_spin((uint64_t)(i + 1), bench_uneven_iters(&P, i));
+                res[(size_t)i] = (uint64_t)(i + 1);
+            }
+        },
+        tbb::simple_partitioner());
+    uint64_t sum = 0;
+    for (uint64_t r : res)
+        sum += r;
+    return sum;
+}
+
+/* ---- nqueens ---------------------------------------------------------------- */
+
+static uint64_t nqueens(uint64_t s)
+{
+    unsigned n = (unsigned)P.n;
+    unsigned row = NQ_ROW(s), cols = NQ_COLS(s), d1 = NQ_D1(s), d2 = NQ_D2(s);
+    if (row == n)
+        return NQ_RES(1, 1);
+    unsigned mask = (1u << n) - 1;
+    unsigned avail = ~(cols | d1 | d2) & mask;
+    uint64_t res[16];
+    int k = 0;
+    tbb::task_group g;
+    while (avail) {
+        unsigned bit = avail & -avail;
+        avail &= avail - 1;
+        uint64_t child = NQ_PACK(row + 1, cols | bit, ((d1 | bit) << 1) & mask, (d2 | bit) >> 1);
+        uint64_t *slot = &res[k++];
+        g.run([slot, child] { *slot = nqueens(child); });
+    }
+    g.wait();
+    uint64_t sol = 0, nodes = 1;
+    for (int i = 0; i < k; i++) {
+        sol += NQ_SOL(res[i]);
+        nodes += NQ_NODES(res[i]);
+    }
+    return NQ_RES(sol, nodes);
+}
+
+/* ---- meh ---------------------------------------------------------------------- */
+
+static long chain(long d)
+{
+    bench_spin((uint64_t)d, P.iters);
+    if (d >= P.depth)
+        return 1;
+    long r = 0;
+    tbb::task_group g;
+    g.run([&r, d] { r = chain(d + 1); });
+    g.wait();
+    return r + 1;
+}
+
+static uint64_t tree(long d)
+{
+    bench_spin((uint64_t)d, P.iters);
+    if (d >= P.depth)
+        return 1;
+    uint64_t res[64];
+    tbb::task_group g;
+    for (long i = 0; i < P.fanout; i++) {
+        uint64_t *slot = &res[i];
+        g.run([slot, d] { *slot = tree(d + 1); });
+    }
+    g.wait();
+    uint64_t sum = 1;
+    for (long i = 0; i < P.fanout; i++)
+        sum += res[i];
+    return sum;
+}
+
+template <class F> static uint64_t as_task(F f)
+{
+    uint64_t r = 0;
+    tbb::task_group g;
+    g.run([&r, &f] { r = f(); });
+    g.wait();
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    bench_parse(argc, argv, &P);
+    const char *w = P.workload;
+    tbb::global_control threads(tbb::global_control::max_allowed_parallelism, (size_t)P.threads);
+    tbb::global_control stack(tbb::global_control::thread_stack_size, (size_t)64 << 20);
+
+    /* Warm up: start the workers. */
+    {
+        std::atomic<long> sink{0};
+        tbb::parallel_for(0L, 2000L * P.threads, [&sink](long i) {
+            sink.fetch_add((long)(bench_spin((uint64_t)i, 2000) & 1), std::memory_order_relaxed);
+        });
+        if (fib(20) != (long)bench_fib_expect(20))
+            return 2;
+    }
+
+    double t0, t1;
+    uint64_t got, want, tasks;
+    if (strcmp(w, "fib") == 0) {
+        t0 = bench_now();
+        got = (uint64_t)fib(P.n);
+        t1 = bench_now();
+        want = bench_fib_expect(P.n);
+        tasks = bench_fib_tasks(P.n);
+    } else if (strcmp(w, "tput") == 0) {
+        t0 = bench_now();
+        got = run_tput();
+        t1 = bench_now();
+        want = bench_tput_expect(P.outer, P.inner);
+        tasks = (uint64_t)P.outer * (uint64_t)(P.inner + 1);
+    } else if (strcmp(w, "uneven") == 0) {
+        t0 = bench_now();
+        got = run_uneven();
+        t1 = bench_now();
+        want = bench_uneven_expect(P.items);
+        tasks = (uint64_t)P.items;
+    } else if (strcmp(w, "nqueens") == 0) {
+        t0 = bench_now();
+        uint64_t r = nqueens(NQ_PACK(0, 0, 0, 0));
+        t1 = bench_now();
+        got = NQ_SOL(r);
+        want = bench_nqueens_expect(P.n);
+        tasks = NQ_NODES(r) - 1;
+    } else if (strcmp(w, "chain") == 0) {
+        t0 = bench_now();
+        got = as_task([] { return (uint64_t)chain(1); });
+        t1 = bench_now();
+        want = (uint64_t)P.depth;
+        tasks = (uint64_t)P.depth;
+    } else if (strcmp(w, "tree") == 0) {
+        t0 = bench_now();
+        got = as_task([] { return tree(0); });
+        t1 = bench_now();
+        want = bench_tree_nodes(P.fanout, P.depth);
+        tasks = want;
+    } else {
+        bench_usage(argv[0]);
+        return 64;
+    }
+    return bench_report("onetbb", &P, t1 - t0, tasks, got, want, "");
+}

@@ -1,0 +1,262 @@
+/*
+ * common.h - shared by every benchmark program of tools/bench (C and C++).
+ *
+ * Each program (bench_sf, bench_tbb, bench_gomp, bench_llomp, bench_seq) is
+ * run as
+ *
+ *     PROGRAM WORKLOAD threads=N [key=value ...]
+ *
+ * runs WORKLOAD once, checks its result, and prints one line
+ *
+ *     RESULT<TAB>seconds=S<TAB>tasks=T<TAB>maxrss_kb=K<TAB>check=ok[<TAB>extra]
+ *
+ * where S is the wall time of the workload alone (the runtime is started and
+ * warmed up before the clock starts), T the number of tasks it created and K
+ * the process's peak RSS (getrusage ru_maxrss). A wrong result prints
+ * check=FAIL and exits 2; bad arguments exit 64.
+ *
+ * Workloads and their keys (defaults are the full sizes):
+ *   fib      n=32                    fib(n), one task per call, no cutoff
+ *   tput     outer=10000 inner=100 iters=W
+ *                                    outer tasks from the main thread, each
+ *                                    submitting inner children and getting them
+ *   uneven   items=200 short=S long_factor=5
+ *                                    items of S spin iterations, every fifth
+ *                                    long_factor times longer
+ *   nqueens  n=13                    one task per valid placement
+ *   chain    depth=10000 iters=W     a chain of nested gets depth deep
+ *   tree     fanout=8 depth=6 iters=W  every node gets its fanout children;
+ *                                    leaves at depth `depth` (root = 0)
+ *   calib                            (bench_seq only) prints ns per spin iteration
+ */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define BENCH_UNUSED __attribute__((unused))
+
+/* Parameters of one run; every program parses the same set. */
+struct bench_params {
+    const char *workload;
+    int threads;
+    long n;           /* fib, nqueens */
+    long outer;       /* tput */
+    long inner;       /* tput */
+    long iters;       /* spin iterations of one tiny task (tput, chain, tree) */
+    long items;       /* uneven */
+    long short_iters; /* uneven: spin iterations of a short item */
+    long long_factor; /* uneven: a long item is this many times a short one */
+    long depth;       /* chain, tree */
+    long fanout;      /* tree */
+};
+
+/*
+ * The unit of "real arithmetic": a dependent chain of 64-bit LCG steps. The
+ * empty volatile asm makes x opaque at every step, so the compiler can neither
+ * drop the loop nor compute it in closed form. About 1-1.5 ns per iteration on
+ * current x86 (imul latency + add); run `bench_seq calib` to see.
+ */
+static inline uint64_t bench_spin(uint64_t x, long iters)
+{
+    for (long i = 0; i < iters; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        __asm__ volatile("" : "+r"(x));
+    }
+    return x;
+}
+
+static inline double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static BENCH_UNUSED long bench_maxrss_kb(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    return ru.ru_maxrss;
+}
+
+static BENCH_UNUSED void bench_usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s fib|tput|uneven|nqueens|chain|tree threads=N [key=value...]\n"
+            "keys: n outer inner iters items short long_factor depth fanout\n",
+            prog);
+    exit(64);
+}
+
+static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->threads = 1;
+    p->n = -1;
+    p->outer = 10000;
+    p->inner = 100;
+    p->iters = 200;
+    p->items = 200;
+    p->short_iters = 700000;
+    p->long_factor = 5;
+    p->depth = -1;
+    p->fanout = 8;
+    if (argc < 2)
+        bench_usage(argv[0]);
+    p->workload = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (!eq)
+            bench_usage(argv[0]);
+        size_t klen = (size_t)(eq - argv[i]);
+        char *end;
+        errno = 0;
+        long v = strtol(eq + 1, &end, 10);
+        if (errno || *end || end == eq + 1 || v < 0)
+            bench_usage(argv[0]);
+#define BENCH_KEY(name, field)                                                   \
+    if (klen == strlen(name) && strncmp(argv[i], name, klen) == 0) {             \
+        p->field = v;                                                            \
+        continue;                                                                \
+    }
+        if (klen == 7 && strncmp(argv[i], "threads", 7) == 0) {
+            if (v < 1 || v > 1024)
+                bench_usage(argv[0]);
+            p->threads = (int)v;
+            continue;
+        }
+        BENCH_KEY("n", n)
+        BENCH_KEY("outer", outer)
+        BENCH_KEY("inner", inner)
+        BENCH_KEY("iters", iters)
+        BENCH_KEY("items", items)
+        BENCH_KEY("short", short_iters)
+        BENCH_KEY("long_factor", long_factor)
+        BENCH_KEY("depth", depth)
+        BENCH_KEY("fanout", fanout)
+#undef BENCH_KEY
+        bench_usage(argv[0]);
+    }
+    if (p->n < 0)
+        p->n = strcmp(p->workload, "nqueens") == 0 ? 13 : 32;
+    if (p->depth < 0)
+        p->depth = strcmp(p->workload, "chain") == 0 ? 10000 : 6;
+    if (strcmp(p->workload, "nqueens") == 0 && (p->n < 1 || p->n > 16))
+        bench_usage(argv[0]);
+    if (strcmp(p->workload, "fib") == 0 && p->n > 80)
+        bench_usage(argv[0]);
+    if (strcmp(p->workload, "tree") == 0 && (p->fanout < 1 || p->fanout > 64))
+        bench_usage(argv[0]);
+    if (strcmp(p->workload, "chain") == 0 && p->depth < 1)
+        bench_usage(argv[0]);
+    return 0;
+}
+
+/* ---- expected results ---------------------------------------------------- */
+
+static BENCH_UNUSED uint64_t bench_fib_expect(long n)
+{
+    uint64_t a = 0, b = 1;
+    for (long i = 0; i < n; i++) {
+        uint64_t t = a + b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Tasks of fib(n) with one task per call n >= 2: fib(n + 1) - 1. */
+static BENCH_UNUSED uint64_t bench_fib_tasks(long n)
+{
+    return bench_fib_expect(n + 1) - 1;
+}
+
+/* Child j of parent i returns i * inner + j + 1, so the total is N(N+1)/2. */
+static BENCH_UNUSED uint64_t bench_tput_expect(long outer, long inner)
+{
+    uint64_t n = (uint64_t)outer * (uint64_t)inner;
+    return n * (n + 1) / 2;
+}
+
+/* Item i returns i + 1. */
+static BENCH_UNUSED uint64_t bench_uneven_expect(long items)
+{
+    return (uint64_t)items * (uint64_t)(items + 1) / 2;
+}
+
+static BENCH_UNUSED long bench_uneven_iters(const struct bench_params *p, long i)
+{
+    return i % 5 == 0 ? p->short_iters * p->long_factor : p->short_iters;
+}
+
+static BENCH_UNUSED uint64_t bench_nqueens_expect(long n)
+{
+    static const uint64_t known[17] = {0,     1,      0,       0,        2,        10,
+                                       4,     40,     92,      352,      724,      2680,
+                                       14200, 73712,  365596,  2279184,  14772512};
+    return known[n];
+}
+
+/* Nodes of a tree of the given fanout with leaves at depth `depth`. */
+static BENCH_UNUSED uint64_t bench_tree_nodes(long fanout, long depth)
+{
+    uint64_t total = 0, level = 1;
+    for (long d = 0; d <= depth; d++) {
+        total += level;
+        level *= (uint64_t)fanout;
+    }
+    return total;
+}
+
+/*
+ * n-queens state packed in one 64-bit word so a task needs no allocation:
+ * row (8 bits) | cols (16) | diag1 (16) | diag2 (16). Boards up to 16.
+ */
+#define NQ_PACK(row, cols, d1, d2)                                               \
+    ((uint64_t)(row) | ((uint64_t)(cols) << 8) | ((uint64_t)(d1) << 24) |         \
+     ((uint64_t)(d2) << 40))
+#define NQ_ROW(s) ((unsigned)((s)&0xff))
+#define NQ_COLS(s) ((unsigned)(((s) >> 8) & 0xffff))
+#define NQ_D1(s) ((unsigned)(((s) >> 24) & 0xffff))
+#define NQ_D2(s) ((unsigned)(((s) >> 40) & 0xffff))
+
+/* A node's result: solutions in the low 32 bits, tasks (placements) above. */
+#define NQ_RES(sol, nodes) ((uint64_t)(sol) | ((uint64_t)(nodes) << 32))
+#define NQ_SOL(r) ((r)&0xffffffffULL)
+#define NQ_NODES(r) ((r) >> 32)
+
+/* ---- reporting ------------------------------------------------------------ */
+
+static BENCH_UNUSED int bench_report(const char *runtime, const struct bench_params *p,
+                                     double seconds, uint64_t tasks, uint64_t got,
+                                     uint64_t want, const char *extra)
+{
+    int ok = got == want;
+    printf("RESULT\truntime=%s\tworkload=%s\tthreads=%d\tseconds=%.6f\ttasks=%llu\t"
+           "maxrss_kb=%ld\tcheck=%s",
+           runtime, p->workload, p->threads, seconds, (unsigned long long)tasks,
+           bench_maxrss_kb(), ok ? "ok" : "FAIL");
+    if (!ok)
+        printf("\tgot=%llu\twant=%llu", (unsigned long long)got,
+               (unsigned long long)want);
+    if (extra && *extra)
+        printf("\t%s", extra);
+    printf("\n");
+    fflush(stdout);
+    if (!ok) {
+        fprintf(stderr, "%s %s: wrong result %llu, expected %llu\n", runtime,
+                p->workload, (unsigned long long)got, (unsigned long long)want);
+        return 2;
+    }
+    return 0;
+}
+
+#endif /* BENCH_COMMON_H */
