@@ -45,7 +45,7 @@
 #define YIELD_ROUNDS 16     /* then looks after sched_yield before sleeping */
 #define NAP_MIN_NS 200000L  /* first sleep; doubles up to NAP_MAX_NS */
 #define NAP_MAX_NS 20000000L
-#define STEAL_SCAN 64       /* slots looked at per victim queue */
+#define STEAL_SCAN 256      /* slots looked at per victim queue */
 
 /* Runs one pending task other than the awaited one. force: after spinning
  * in vain, take other threads' private tasks too (pending.h). */
@@ -137,6 +137,9 @@ static void *get_slow(struct sf__thread *t, sf_future *f)
             SF__BUMP(t->c_blocked);
         }
         sf__pending_poll(t); /* thieves may be waiting for our private tasks */
+        /* Workers scan from our top: keep it on a pending task while we
+         * wait (claims by others leave finished slots there). */
+        sf__pending_tidy(t, UINT64_MAX);
         if (help(t, rounds >= SPIN_ROUNDS)) {
             rounds = 0;
             dry = false;

@@ -23,7 +23,7 @@
 
 #define IDLE_SPINS 128          /* scans before an idle worker sleeps */
 #define IDLE_NAP_NS 100000000L  /* belt and braces: rescan every 100 ms */
-#define TAKE_SCAN 64
+#define TAKE_SCAN 256
 
 /* force: after spinning in vain, take submitted private tasks too. */
 static sf_future *find_submitted(struct sf__thread *t, bool force, uint64_t *claimed, int *from)
