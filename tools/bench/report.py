@@ -11,6 +11,7 @@ The Markdown goes to OUT.md and to stdout.
 """
 import math
 import statistics
+import os
 import sys
 
 RUNTIME_ORDER = ["seq", "libsf", "onetbb", "gomp", "llomp"]
@@ -396,6 +397,14 @@ def main():
     P("%d met, %d missed, %d not measured." % (met, missed, unk))
     P("")
     P("Chart of the ratios to oneTBB: `latest.svg` next to this file.")
+    # A developer's explanation of the misses, kept beside the results.
+    misses = os.path.join(os.path.dirname(md_path), "misses.md")
+    if os.path.exists(misses):
+        P("")
+        P("## Why the misses")
+        P("")
+        with open(misses) as f:
+            out.extend(f.read().rstrip("\n").split("\n"))
 
     text = "\n".join(out) + "\n"
     with open(md_path, "w") as f:
