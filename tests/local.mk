@@ -15,6 +15,7 @@ check_PROGRAMS += tests/test_shutdown
 check_PROGRAMS += tests/test_config
 check_PROGRAMS += tests/test_errors
 check_PROGRAMS += tests/test_trace
+check_PROGRAMS += tests/test_claim
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -26,6 +27,7 @@ TESTS += tests/test_shutdown
 TESTS += tests/test_config
 TESTS += tests/test_errors
 TESTS += tests/test_trace
+TESTS += tests/test_claim
 
 tests_test_lazy_SOURCES = tests/test_lazy.c tests/testutil.c tests/testutil.h
 tests_test_lazy_LDADD = libsf.la $(CHECK_LIBS)
@@ -66,5 +68,8 @@ tests_test_errors_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_trace_SOURCES = tests/test_trace.c tests/testutil.c tests/testutil.h
 tests_test_trace_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_trace_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_claim_SOURCES = tests/test_claim.c tests/testutil.c tests/testutil.h
+tests_test_claim_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_claim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 endif

@@ -1,0 +1,167 @@
+/*
+ * test_claim.c - the claim protocol of pending.h under direct contention.
+ *
+ * A task the owner has not published is private: the owner claims it with
+ * plain stores, and any other thread that needs that very future (a foreign
+ * sf_get, a foreign sf_release, a helper that takes private work after
+ * spinning) claims it through the Dekker protocol with the owner. These tests
+ * make the owner and several foreign threads race for the same private
+ * future over and over, in lock step, and check that every task ran exactly
+ * once and that a future released by a foreign thread while the owner gets
+ * another one is discarded exactly once. A broken protocol shows up as a
+ * count of 2 (both claimed) or 0 (nobody did); ThreadSanitizer builds see the
+ * double run as a race on the future's value.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#define ROUNDS (TU_SANITIZED ? 1500 : 20000)
+#define RACERS 3
+
+static atomic_int runs[ROUNDS];
+static sf_future *_Atomic current;
+static pthread_barrier_t start_line, finish_line;
+static atomic_long wrong;
+
+static void *counted(void *arg)
+{
+    atomic_fetch_add(&runs[(long)arg], 1);
+    return (void *)((long)arg * 2 + 1);
+}
+
+static void spin_ns(unsigned ns)
+{
+    double end = tu_now_ms() + ns / 1e6;
+    while (tu_now_ms() < end)
+        ;
+}
+
+/* Each round: wait for the owner's new future, race it with sf_get. */
+static void *racer(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < ROUNDS; i++) {
+        pthread_barrier_wait(&start_line);
+        sf_future *f = atomic_load(&current);
+        if (sf_get(f) != (void *)(i * 2 + 1))
+            atomic_fetch_add(&wrong, 1);
+        pthread_barrier_wait(&finish_line);
+    }
+    return NULL;
+}
+
+static void race_gets(int threads)
+{
+    tu_env_threads(threads);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    ck_assert_int_eq(pthread_barrier_init(&start_line, NULL, RACERS + 1), 0);
+    ck_assert_int_eq(pthread_barrier_init(&finish_line, NULL, RACERS + 1), 0);
+    pthread_t tid[RACERS];
+    for (int k = 0; k < RACERS; k++)
+        ck_assert_int_eq(pthread_create(&tid[k], NULL, racer, NULL), 0);
+    for (long i = 0; i < ROUNDS; i++) {
+        sf_future *f = sf_do(counted, (void *)i); /* private: nobody asked for it */
+        ck_assert_ptr_nonnull(f);
+        atomic_store(&current, f);
+        pthread_barrier_wait(&start_line);
+        /* A racer's foreign claim spends a microsecond or so in membarrier;
+         * start our get at varying points of it, so that across the rounds
+         * the owner's claim meets the racers' at every stage of theirs. */
+        spin_ns((unsigned)(i * 7919 % 4000));
+        void *v = sf_get(f); /* the owner's plain claim races the racers' */
+        pthread_barrier_wait(&finish_line);
+        ck_assert_ptr_eq(v, (void *)(i * 2 + 1));
+        sf_release(f);
+    }
+    for (int k = 0; k < RACERS; k++)
+        ck_assert_int_eq(pthread_join(tid[k], NULL), 0);
+    ck_assert_int_eq(atomic_load(&wrong), 0);
+    for (long i = 0; i < ROUNDS; i++)
+        if (atomic_load(&runs[i]) != 1)
+            ck_abort_msg("task %ld ran %d times, want 1", i, atomic_load(&runs[i]));
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, ROUNDS);
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, ROUNDS);
+    ck_assert_uint_eq(s.discarded, 0);
+    pthread_barrier_destroy(&start_line);
+    pthread_barrier_destroy(&finish_line);
+    sf_shutdown();
+}
+
+START_TEST(owner_and_foreign_gets_race_one_thread) { race_gets(1); }
+END_TEST
+
+START_TEST(owner_and_foreign_gets_race_two_threads) { race_gets(2); }
+END_TEST
+
+/* Each round the owner queues two private tasks; a foreign thread releases
+ * the older one (a foreign discard through the protocol) while the owner
+ * gets the newer one, which walks and trims the same queue. The released
+ * task never runs; the got one runs once. */
+static sf_future *_Atomic doomed;
+
+static void *releaser(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < ROUNDS; i++) {
+        pthread_barrier_wait(&start_line);
+        sf_release(atomic_load(&doomed));
+        pthread_barrier_wait(&finish_line);
+    }
+    return NULL;
+}
+
+START_TEST(foreign_release_races_owner_get)
+{
+    tu_env_threads(1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    ck_assert_int_eq(pthread_barrier_init(&start_line, NULL, 2), 0);
+    ck_assert_int_eq(pthread_barrier_init(&finish_line, NULL, 2), 0);
+    static atomic_int kept[ROUNDS];
+    pthread_t tid;
+    ck_assert_int_eq(pthread_create(&tid, NULL, releaser, NULL), 0);
+    for (long i = 0; i < ROUNDS; i++) {
+        sf_future *d = sf_do(counted, (void *)i);
+        sf_future *k = sf_do(counted, (void *)(ROUNDS - 1 - i));
+        ck_assert_ptr_nonnull(d);
+        ck_assert_ptr_nonnull(k);
+        atomic_store(&doomed, d);
+        pthread_barrier_wait(&start_line);
+        /* Our get of k submits d too and walks the queue; the releaser
+         * claims d for nobody at the same time. */
+        ck_assert_ptr_eq(sf_get(k), (void *)((ROUNDS - 1 - i) * 2 + 1));
+        pthread_barrier_wait(&finish_line);
+        atomic_fetch_add(&kept[ROUNDS - 1 - i], 1);
+        sf_release(k);
+    }
+    ck_assert_int_eq(pthread_join(tid, NULL), 0);
+    /* Task index j ran once as the kept task of round ROUNDS-1-j, and never
+     * as the doomed task of round j. */
+    for (long j = 0; j < ROUNDS; j++)
+        if (atomic_load(&runs[j]) != 1)
+            ck_abort_msg("task %ld ran %d times, want 1 (kept once, discarded once)", j,
+                         atomic_load(&runs[j]));
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 2 * ROUNDS);
+    ck_assert_uint_eq(s.discarded, ROUNDS);
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, ROUNDS);
+    pthread_barrier_destroy(&start_line);
+    pthread_barrier_destroy(&finish_line);
+    sf_shutdown();
+}
+END_TEST
+
+static Suite *claim_suite(void)
+{
+    Suite *s = suite_create("claim");
+    TCase *tc = tcase_create("claim");
+    tcase_set_timeout(tc, TU_SANITIZED ? 240 : 60);
+    tcase_add_test(tc, owner_and_foreign_gets_race_one_thread);
+    tcase_add_test(tc, owner_and_foreign_gets_race_two_threads);
+    tcase_add_test(tc, foreign_release_races_owner_get);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(claim_suite)
