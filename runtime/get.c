@@ -57,13 +57,7 @@ static bool help(struct sf__thread *t, bool force)
     if (g == NULL) {
         int n = sf__registry_count();
         if (n > 1) {
-            /* xorshift: spread thieves over victims. */
-            uint32_t x = t->rng;
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            t->rng = x;
-            for (int k = 0, i = (int)(x % (unsigned)n); k < n && g == NULL;
+            for (int k = 0, i = (int)(sf__rand(t) % (unsigned)n); k < n && g == NULL;
                  k++, i = i + 1 == n ? 0 : i + 1) {
                 struct sf__thread *v = sf__registry_get(i);
                 if (v != t &&

@@ -259,6 +259,17 @@ static inline struct sf__thread *sf__self(void)
     return sf__self_slow();
 }
 
+/* The thread's next pseudo-random number (xorshift32): where a scan of the
+ * registry starts, so that thieves and idle workers spread over victims. */
+static inline uint32_t sf__rand(struct sf__thread *t)
+{
+    uint32_t x = t->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return t->rng = x;
+}
+
 /* sf__future_free for a registered thread, inlined into the hot paths. */
 #define SF__SPILL_AT 16384 /* a thread's free list longer than this spills half */
 static inline void sf__future_put(struct sf__thread *t, sf_future *f)

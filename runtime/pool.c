@@ -29,12 +29,7 @@
 static sf_future *find_submitted(struct sf__thread *t, bool force, uint64_t *claimed, int *from)
 {
     int n = sf__registry_count();
-    uint32_t x = t->rng;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    t->rng = x;
-    for (int k = 0, i = (int)(x % (unsigned)n); k < n; k++, i = i + 1 == n ? 0 : i + 1) {
+    for (int k = 0, i = (int)(sf__rand(t) % (unsigned)n); k < n; k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
         sf_future *f = sf__pending_steal(v, SF__SCAN_TAKE | (force ? SF__SCAN_FORCE : 0),
                                          TAKE_SCAN, claimed);
