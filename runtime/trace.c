@@ -68,6 +68,8 @@ void sf__trace_flush(struct sf__thread *t)
             n = PIPE_BUF;
             while (n > 0 && t->tbuf[done + n - 1] != '\n')
                 n--;
+            if (n == 0) /* cannot happen (lines are < LINE_MAX_BYTES); never loop */
+                n = PIPE_BUF;
         }
         write_all(sf__rt.trace_fd, t->tbuf + done, n);
         done += n;
