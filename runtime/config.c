@@ -15,8 +15,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define DEFAULT_STACK (8u * 1024 * 1024)
-#define MIN_STACK (64u * 1024)
+#define DEFAULT_STACK ((size_t)8 << 20)
+#define MIN_STACK ((size_t)64 << 10)
 
 static int online_cpus(void)
 {
