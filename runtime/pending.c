@@ -208,6 +208,31 @@ bool sf__foreign_claim(sf_future *f, uint64_t *sp, uint64_t to)
     return ok;
 }
 
+void sf__pending_trim(struct sf__thread *t, sf_future *f)
+{
+    struct sf__pending *q = &t->q;
+    uint64_t b0 = atomic_load_explicit(&q->bottom, memory_order_relaxed), b = b0;
+    uint64_t tp = atomic_load_explicit(&q->top, memory_order_relaxed);
+    struct sf__ring *r = atomic_load_explicit(&q->ring, memory_order_relaxed);
+    while (b > tp) {
+        sf_future *g = atomic_load_explicit(&r->slot[(b - 1) & r->mask], memory_order_relaxed);
+        /* Relaxed: a stale "not pending" only means the claim already
+         * happened; nothing is read through g. */
+        if (g != f &&
+            sf__pending_here(atomic_load_explicit(&g->state, memory_order_relaxed), t->id))
+            break;
+        b--;
+    }
+    if (b != b0)
+        /* Release: see sf__pending_forget. */
+        atomic_store_explicit(&q->bottom, b, memory_order_release);
+    if (b > tp && atomic_load_explicit(&r->slot[tp & r->mask], memory_order_relaxed) == f)
+        /* f was the oldest (tasks got in the order they were made): move top
+         * on, so workers scanning from it see pending tasks, not finished
+         * ones. */
+        sf__pending_tidy(t, 8);
+}
+
 bool sf__pending_empty(struct sf__thread *t)
 {
     sf__pending_tidy(t, UINT64_MAX);

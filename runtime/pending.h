@@ -82,6 +82,7 @@ sf_future *sf__pending_steal(struct sf__thread *victim, int mode, uint64_t limit
 bool sf__pending_empty(struct sf__thread *t);
 void sf__pending_submit_slow(struct sf__thread *t, uint64_t old_sub);
 void sf__pending_publish(struct sf__thread *t);
+void sf__pending_trim(struct sf__thread *t, sf_future *f);
 bool sf__own_claim_contended(struct sf__thread *t, sf_future *f, uint64_t *sp, uint64_t to);
 bool sf__foreign_claim(sf_future *f, uint64_t *sp, uint64_t to);
 
@@ -193,35 +194,24 @@ static inline void sf__pending_tidy(struct sf__thread *t, uint64_t max)
         atomic_store_explicit(&q->top, tp, memory_order_relaxed);
 }
 
-/* Owner, after claiming f: drop f's slot if it is the newest one (the common
- * case of fork-join code) and any slots below it whose tasks are no longer
- * pending here (tasks got oldest first leave those behind); f's slot
- * anywhere else stays until tidied from the top. Without this a queue would
- * grow with every task ever made, not with the tasks pending. */
+/* Owner, after claiming f: drop f's slot if it is the newest one, the
+ * fork-join fast path. Otherwise trim (pending.c): slots below the newest
+ * whose tasks finished (tasks got oldest first leave those behind), and the
+ * top if f was the oldest. Without trimming a queue would grow with every
+ * task ever made, not with the tasks pending. */
 static inline void sf__pending_forget(struct sf__thread *t, sf_future *f)
 {
     struct sf__pending *q = &t->q;
-    uint64_t b0 = atomic_load_explicit(&q->bottom, memory_order_relaxed), b = b0;
+    uint64_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
     uint64_t tp = atomic_load_explicit(&q->top, memory_order_relaxed);
     struct sf__ring *r = atomic_load_explicit(&q->ring, memory_order_relaxed);
-    while (b > tp) {
-        sf_future *g = atomic_load_explicit(&r->slot[(b - 1) & r->mask], memory_order_relaxed);
-        /* Relaxed: a stale "not pending" only means the claim already
-         * happened; nothing is read through g. */
-        if (g != f &&
-            sf__pending_here(atomic_load_explicit(&g->state, memory_order_relaxed), t->id))
-            break;
-        b--;
-    }
-    if (b != b0)
+    if (SF__LIKELY(b > tp &&
+                   atomic_load_explicit(&r->slot[(b - 1) & r->mask], memory_order_relaxed) == f))
         /* Release keeps bottom a release sequence for scanners; a scanner
-         * that still reads the old bottom finds only claimed slots there. */
-        atomic_store_explicit(&q->bottom, b, memory_order_release);
-    else if (b > tp && atomic_load_explicit(&r->slot[tp & r->mask], memory_order_relaxed) == f)
-        /* f was the oldest (tasks got in the order they were made): move top
-         * on, so workers scanning from it see pending tasks, not finished
-         * ones. */
-        sf__pending_tidy(t, 8);
+         * that still reads b sees f's slot and fails to claim it. */
+        atomic_store_explicit(&q->bottom, b - 1, memory_order_release);
+    else
+        sf__pending_trim(t, f);
 }
 
 /* Owner, at every sf_get: submit everything pushed since the last get. */
