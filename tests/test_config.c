@@ -22,6 +22,19 @@ static void run_fib12(void)
     sf_release(f);
 }
 
+/* Starts the runtime (cfg NULL: from the environment), runs fib(12) and
+ * stops it, all with stderr captured; returns what went to stderr and sets
+ * *rc to sf_init's result. */
+static char *captured_run(const sf_config *cfg, int *rc)
+{
+    struct tu_capture c;
+    tu_capture_begin(&c);
+    *rc = sf_init(cfg);
+    run_fib12();
+    sf_shutdown();
+    return tu_capture_end(&c);
+}
+
 static void assert_one_line(const char *out, const char *prefix, const char *contains)
 {
     ck_assert_msg(tu_count_lines(out) == 1, "want exactly one line on stderr, got: \"%s\"", out);
@@ -145,12 +158,8 @@ START_TEST(bad_sf_trace)
 {
     tu_env_threads(2);
     setenv("SF_TRACE", "maybe", 1);
-    struct tu_capture c;
-    tu_capture_begin(&c);
-    int rc = sf_init(NULL);
-    run_fib12();
-    sf_shutdown();
-    char *out = tu_capture_end(&c);
+    int rc;
+    char *out = captured_run(NULL, &rc);
     ck_assert_int_eq(rc, 0);
     assert_one_line(out, "libsf: SF_TRACE=", "maybe");
     free(out);
@@ -167,12 +176,9 @@ START_TEST(sf_trace_on_values)
     tu_env_threads(2);
     setenv("SF_TRACE", trace_on[_i], 1);
     setenv("SF_TRACE_FILE", path, 1);
-    struct tu_capture c;
-    tu_capture_begin(&c);
-    ck_assert_int_eq(sf_init(NULL), 0);
-    run_fib12();
-    sf_shutdown();
-    char *out = tu_capture_end(&c);
+    int rc;
+    char *out = captured_run(NULL, &rc);
+    ck_assert_int_eq(rc, 0);
     ck_assert_str_eq(out, "");
     char *trace = tu_read_file(path);
     unlink(path);
@@ -180,7 +186,6 @@ START_TEST(sf_trace_on_values)
     ck_assert_msg(strncmp(trace, TRACE_HEADER, strlen(TRACE_HEADER)) == 0,
                   "trace does not start with the header");
     ck_assert_uint_gt(tu_count_lines(trace), 1);
-    unlink(path);
     free(out);
     free(trace);
 }
@@ -193,17 +198,13 @@ START_TEST(sf_trace_off_values)
     tu_env_threads(2);
     setenv("SF_TRACE", trace_off[_i], 1);
     setenv("SF_TRACE_FILE", path, 1);
-    struct tu_capture c;
-    tu_capture_begin(&c);
-    ck_assert_int_eq(sf_init(NULL), 0);
-    run_fib12();
-    sf_shutdown();
-    char *out = tu_capture_end(&c);
+    int rc;
+    char *out = captured_run(NULL, &rc);
+    ck_assert_int_eq(rc, 0);
     ck_assert_str_eq(out, "");
     char *trace = tu_read_file(path); /* not tracing: nothing is written */
     unlink(path);
     ck_assert_msg(trace == NULL || trace[0] == '\0', "SF_TRACE=%s wrote a trace", trace_off[_i]);
-    unlink(path);
     free(out);
     free(trace);
 }
@@ -216,12 +217,8 @@ START_TEST(unopenable_sf_trace_file)
     tu_env_threads(_i + 1);
     setenv("SF_TRACE", "1", 1);
     setenv("SF_TRACE_FILE", "/nonexistent-dir/x", 1);
-    struct tu_capture c;
-    tu_capture_begin(&c);
-    int rc = sf_init(NULL);
-    run_fib12();
-    sf_shutdown();
-    char *out = tu_capture_end(&c);
+    int rc;
+    char *out = captured_run(NULL, &rc);
     ck_assert_int_eq(rc, 0);
     ck_assert_msg(tu_count_prefixed(out, "libsf:") == 1, "want one libsf: line, got: %s", out);
     ck_assert_msg(strncmp(out, "libsf: SF_TRACE_FILE=", strlen("libsf: SF_TRACE_FILE=")) == 0,
@@ -251,17 +248,13 @@ START_TEST(config_trace_off_overrides_env)
     sf_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.trace = SF_TRACE_OFF;
-    struct tu_capture c;
-    tu_capture_begin(&c);
-    ck_assert_int_eq(sf_init(&cfg), 0);
-    run_fib12();
-    sf_shutdown();
-    char *out = tu_capture_end(&c);
+    int rc;
+    char *out = captured_run(&cfg, &rc);
+    ck_assert_int_eq(rc, 0);
     ck_assert_str_eq(out, "");
     char *trace = tu_read_file(path);
     unlink(path);
     ck_assert_msg(trace == NULL || trace[0] == '\0', "SF_TRACE_OFF still traced");
-    unlink(path);
     free(out);
     free(trace);
 }
@@ -283,12 +276,9 @@ START_TEST(config_trace_on_and_file_override_env)
     memset(&cfg, 0, sizeof cfg);
     cfg.trace = SF_TRACE_ON;
     cfg.trace_file = cfg_path;
-    struct tu_capture c;
-    tu_capture_begin(&c);
-    ck_assert_int_eq(sf_init(&cfg), 0);
-    run_fib12();
-    sf_shutdown();
-    char *out = tu_capture_end(&c);
+    int rc;
+    char *out = captured_run(&cfg, &rc);
+    ck_assert_int_eq(rc, 0);
     ck_assert_str_eq(out, "");
     char *trace = tu_read_file(cfg_path);
     unlink(cfg_path);
