@@ -30,7 +30,44 @@
  * line on stderr naming the variable, and the documented default is used.
  *
  * Thread safety. Every function is thread-safe, except sf_init() and
- * sf_shutdown(), which must not race with other calls into libsf.
+ * sf_shutdown(), which must not race with other calls into libsf (calls from
+ * tasks that sf_shutdown() itself runs are fine, see there).
+ *
+ * The fast path. A get of the calling thread's newest queued task - the
+ * fork-join case - runs it with no atomic read-modify-write and no fence
+ * instruction while the task is private to its thread. It stops being
+ * private when the thread publishes it: at a get while a pool worker is
+ * idle, when a worker or a blocked getter asks for work, at thread exit.
+ * Then the claim is one compare-and-swap. Without membarrier(2) (Linux
+ * < 4.14) each private claim and each completion also costs a fence.
+ *
+ * Help-first waiting, and its one limitation. A get whose task runs on
+ * another thread runs other pending tasks meanwhile; it returns only after
+ * the task it is running ends. A program that hands a future to a task that
+ * did not make it, and lets that task wait (directly or through others) for
+ * a frame of the thread that is helping, can therefore stall until that
+ * helped task can finish. Fork-join code, where each task gets only the
+ * futures it made or was given by its maker, never does. Helping nests (a
+ * helped task that blocks helps in turn) only while less than half of the
+ * thread's stack is used; deeper, a get waits without helping, so helping
+ * alone never overflows a stack. A chain of nested gets is as deep as the
+ * program's own recursion and needs that much stack.
+ *
+ * fork(). The child of a process that uses libsf starts with no runtime: its
+ * first sf_do() (or sf_init()) starts a fresh one, from the environment,
+ * with its own pool; the parent goes on unaffected. Futures made before the
+ * fork are invalid in the child: neither get nor release them there. The
+ * child does not trace to SF_TRACE_FILE, which is the parent's trace (one
+ * line on stderr says so if tracing was asked for); stderr or an sf_config
+ * trace_file of its own work. Fork from a thread that is not running a
+ * task: a child forked inside a task may only exec or _exit, as POSIX
+ * requires of the child of any multithreaded process.
+ *
+ * Debug build. Configured with --enable-debug, libsf checks itself: every
+ * state transition, owner-only data, the order of its locks, and uses of a
+ * future after sf_release() or a second sf_release(); a violation prints one
+ * line on stderr naming it ("libsf: sf_get(0x...): the future was released
+ * (use after sf_release)") and aborts. A release build never aborts.
  */
 #ifndef SF_H
 #define SF_H
@@ -97,11 +134,19 @@ typedef struct sf_config {
  * A field set in cfg wins over its environment variable, which is then not
  * read at all (so not reported either).
  *
+ * Workers that cannot be created (no memory for their stacks, a thread
+ * limit) do not fail the start: the runtime runs with those it got, down to
+ * none, when every task runs in the thread that gets it, and says so in one
+ * line on stderr: "libsf: started 1 of 3 pool workers (<reason>); running
+ * with 1". sf_stats_read() reports the workers running.
+ *
  * Returns 0, or -1 with errno:
  *   EINVAL  a cfg field is out of range (nothing is started);
  *   ENOENT, EACCES, ...  cfg->trace_file cannot be opened (open(2)'s error);
- *   EBUSY   the runtime is already running (sf_do() starts it implicitly);
- *   EAGAIN  a worker thread could not be created (nothing is left running);
+ *   EBUSY   the runtime is already running (sf_do() starts it implicitly),
+ *           or stopping (called from a task that sf_shutdown() runs);
+ *   EAGAIN  no thread-specific data key is left for libsf (the process
+ *           holds PTHREAD_KEYS_MAX of them);
  *   ENOMEM  out of memory.
  */
 SF_EXPORT int sf_init(const sf_config *cfg);
@@ -115,8 +160,13 @@ SF_EXPORT int sf_init(const sf_config *cfg);
  * runtime.
  *
  * Call it from a thread that is not running a task, after every other thread
- * has stopped calling libsf. Called from inside a task it prints one line on
- * stderr and does nothing. Does nothing when the runtime is not running.
+ * has stopped calling libsf. The tasks it runs, and the tasks pool workers
+ * are still running, may call any function: no lock is held while they run;
+ * sf_do() and sf_get() work as usual, sf_init() fails with EBUSY. Called from
+ * inside a task (such a one included) it prints one line on stderr,
+ * "libsf: sf_shutdown() called from inside a task; ignored", and does
+ * nothing. Does nothing when the runtime is not running, or is already
+ * stopping.
  */
 SF_EXPORT void sf_shutdown(void);
 
@@ -130,9 +180,13 @@ SF_EXPORT void sf_shutdown(void);
  * The caller owns one reference to the future and must drop it with
  * sf_release().
  *
- * Returns the future, or NULL with errno EINVAL (fn is NULL), ENOMEM (no memory
- * for the future) or EAGAIN (implicit start of the runtime failed). A failed
- * sf_do() leaves the runtime and every other future as they were.
+ * Returns the future, or NULL with errno:
+ *   EINVAL  fn is NULL;
+ *   ENOMEM  no memory for the future, its queue slot, or this thread's
+ *           registration;
+ *   EAGAIN  the implicit start of the runtime failed, or 4096 threads that
+ *           use libsf are alive at once and this one cannot register.
+ * A failed sf_do() leaves the runtime and every other future as they were.
  */
 SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
 
@@ -148,8 +202,18 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  *
  * Any thread may call it on any future it holds, any number of times, also
  * concurrently; every call returns the same value. The task runs exactly once.
+ * While it waits, it may run other tasks (see "Help-first waiting" above).
  *
- * Returns NULL with errno EINVAL if f is NULL.
+ * Fails with NULL and errno (set errno to 0 before the call to tell a failure
+ * from a task that returned NULL):
+ *   EINVAL  f is NULL, or f was already released and its memory not yet
+ *           reused (a debug build reports that and aborts);
+ *   EAGAIN  the task is not finished and this thread cannot register (4096
+ *           threads that use libsf alive at once), or the implicit start of
+ *           the runtime failed; the task is then neither run nor waited for;
+ *   ENOMEM  the task is not finished and there is no memory to register this
+ *           thread.
+ * A get of a finished future never fails.
  */
 SF_EXPORT void *sf_get(sf_future *f);
 
@@ -171,7 +235,8 @@ SF_EXPORT void sf_release(sf_future *f);
 /* Counters since sf_init(), summed over every thread; see sf_stats_read(). */
 typedef struct sf_stats {
     int threads;             /* the configured thread count (SF_THREADS) */
-    int workers;             /* pool workers running: threads - 1 */
+    int workers;             /* pool workers running: threads - 1, or fewer if
+                              * some could not be created (sf_init) */
     int peak_busy;           /* most pool workers busy with a task at once */
     uint64_t created;        /* futures made by sf_do() */
     uint64_t run_inline;     /* tasks run by a get of their own future */

@@ -6,7 +6,7 @@
  * environment value is a user's typo: one line on stderr naming the variable,
  * the value and what is used instead, and the runtime starts anyway.
  */
-#include "internal.h"
+#include "config.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,13 +1,20 @@
 /*
- * lifecycle.c - starting and stopping the runtime, and its counters.
+ * lifecycle.c - layer 5: starting and stopping the runtime, and its counters.
  *
- * Start: sf_init() or, implicitly, the first sf_do()/sf_get() of any thread.
- * Both go through start() under sf__rt.life, so concurrent first calls start
- * one runtime. Stop: sf_shutdown() drains every task still pending, stops the
- * pool and frees everything; bumping gen makes every thread's cached record
- * stale, so a later call registers afresh in a new runtime.
+ * Start: sf_init() or, implicitly, the first call of a thread that needs a
+ * thread struct (sf__enter). Both go through start() under the life lock, so
+ * concurrent first calls start one runtime.
+ *
+ * Stop: sf_shutdown() marks the runtime STOPPING under the life lock, then
+ * drains every task still pending and joins the pool with no lock held:
+ * drained tasks and workers' last tasks may call any libsf function, and
+ * sf_init/sf_shutdown among them must answer (EBUSY, a stderr line) instead
+ * of blocking on a lock the stopping thread holds. Only the final frees run
+ * under the lock again; bumping the registry's generation makes every
+ * thread's cached struct stale, so a later call registers afresh in a new
+ * runtime.
  */
-#include "pending.h"
+#include "lifecycle.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -15,60 +22,121 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sf__rt sf__rt = {.life = PTHREAD_MUTEX_INITIALIZER, .trace_fd = 2};
+#include "config.h"
 
-/* Lock order: sf__rt.life, then the registry's lock (when the caller
- * registers). Held only by start and stop, never while a task runs. */
-static int start(struct sf__cfg *c)
+/* Rank LIFE (debug.h): the outermost lock; the registry's may be taken under
+ * it (the starter registers). Held only by start and stop, never while a
+ * task runs. */
+static struct sf__lock life = SF__LOCK_INITIALIZER(SF__RANK_LIFE, "life");
+/* enum sf__life. Written under `life`. */
+static _Atomic int state;
+static int threads_cfg;
+/* This process is a child forked from one that used libsf: its runtimes do
+ * not trace to SF_TRACE_FILE, the parent's trace file (opening it would
+ * truncate the parent's trace); stderr or an sf_config file are fine. */
+static bool fork_child;
+
+/* A thread that used libsf exits: nobody will answer a request for its
+ * private tasks any more, so make them all public now (blocked getters and
+ * idle workers can then help with them), and write its trace lines. */
+static void on_thread_exit(struct sf__thread *t)
 {
-    sf__rt.threads = c->threads;
-    sf__rt.workers = c->threads - 1;
-    sf__rt.stack_size = c->stack_size;
-    sf__rt.t0_ns = sf__now_ns(); /* reset below, just before the Init line */
-    sf__rt.trace = false;
-    sf__park_init();
-    if (c->trace) {
-        if (sf__trace_open(c->trace_file) != 0) {
-            int err = errno;
-            if (!c->trace_file_from_env) { /* an sf_config path: the caller's error */
-                free(c->trace_file);
-                errno = err;
-                return -1;
-            }
-            fprintf(stderr, "libsf: SF_TRACE_FILE='%s' cannot be opened (%s); tracing to "
-                            "stderr\n", c->trace_file, strerror(err));
-            sf__trace_open(NULL);
-        }
-        sf__rt.trace = true;
-    }
-    free(c->trace_file);
-    c->trace_file = NULL;
-    if (sf__registry_init() != 0) {
-        sf__trace_close();
-        sf__rt.trace = false;
-        return -1;
-    }
-    /* New generation first: records cached by threads of an earlier runtime
-     * are stale from here on. */
-    atomic_fetch_add_explicit(&sf__rt.gen, 1, memory_order_relaxed);
-    /* Release: a thread that sees UP (acquire, sf__self_slow) sees the
-     * configuration above. */
-    atomic_store_explicit(&sf__rt.state, SF__UP, memory_order_release);
-    struct sf__thread *t = sf__self_slow(); /* the starter is thread 0 */
-    sf__rt.t0_ns = sf__now_ns(); /* Time 0.000 is the Init line */
-    if (t != NULL)
-        SF__TRACE(t, "Init\tthreads=%d\tworkers=%d", sf__rt.threads, sf__rt.workers);
-    if (t == NULL || sf__pool_start() != 0) {
-        int err = errno;
-        atomic_store_explicit(&sf__rt.state, SF__DOWN, memory_order_relaxed);
-        atomic_fetch_add_explicit(&sf__rt.gen, 1, memory_order_relaxed);
-        sf__registry_destroy();
-        sf__slabs_free_all();
-        sf__trace_close();
-        sf__rt.trace = false;
+    sf__pending_trim_top(&t->q, UINT64_MAX);
+    if (sf__pending_publish(&t->q))
+        sf__pool_notify();
+    if (sf__trace_on)
+        sf__trace_flush(t);
+}
+
+static int open_trace(struct sf__cfg *c)
+{
+    if (!c->trace)
+        return 0;
+    if (sf__trace_open(c->trace_file) == 0)
+        return 0;
+    int err = errno;
+    if (!c->trace_file_from_env) { /* an sf_config path: the caller's error */
         errno = err;
         return -1;
     }
+    fprintf(stderr, "libsf: SF_TRACE_FILE='%s' cannot be opened (%s); tracing to stderr\n",
+            c->trace_file, strerror(err));
+    return sf__trace_open(NULL);
+}
+
+/*
+ * fork(): the child has one thread, the forking one, and a copy of memory in
+ * which the parent's runtime may be in any state, its locks held or not.
+ * The child forgets that runtime - its futures are invalid, its memory copy
+ * leaks - and its next libsf call starts a fresh one. A fork from inside a
+ * task leaves the child in that task's frames: POSIX lets such a child only
+ * exec or _exit, and so does libsf (sf.h).
+ */
+static void fork_child_reset(void)
+{
+    sf__lock_init(&life, SF__RANK_LIFE, "life");
+    /* Relaxed: the child has one thread. */
+    atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
+    fork_child = true;
+    sf__pool_after_fork();
+    sf__trace_after_fork();
+    sf__registry_after_fork();
+    sf__futures_after_fork();
+    sf__platform_after_fork();
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, fork_child_reset); }
+
+/* Called with `life` held and the runtime DOWN. Frees c's strings. */
+static int start(struct sf__cfg *c)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
+    if (fork_child && c->trace && c->trace_file_from_env) {
+        fprintf(stderr, "libsf: SF_TRACE_FILE='%s' is the parent's trace; this forked child "
+                        "does not trace\n", c->trace_file);
+        c->trace = false;
+    }
+    sf__platform_init();
+    int rc = open_trace(c), err = errno;
+    free(c->trace_file);
+    c->trace_file = NULL;
+    if (rc != 0) {
+        errno = err;
+        return -1;
+    }
+    if (sf__registry_init(on_thread_exit) != 0) {
+        if (sf__trace_on)
+            sf__trace_close();
+        return -1;
+    }
+    threads_cfg = c->threads;
+    /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
+     * configuration above. */
+    atomic_store_explicit(&state, SF__UP, memory_order_release);
+    struct sf__thread *me = sf__registry_register(false); /* the starter is thread 0 */
+    if (me != NULL && sf__trace_on) {
+        sf__trace_restart_clock(); /* Time 0.000 is the Init line */
+        sf__trace_event(me, SF__EV_INIT, (uint64_t)c->threads, (uint64_t)(c->threads - 1));
+    }
+    if (me == NULL) {
+        err = errno;
+        /* Relaxed: no thread can have used the runtime (we hold `life`,
+         * every worker is joined); a later start reads it under `life`. */
+        atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
+        if (sf__trace_on)
+            sf__trace_close();
+        sf__registry_destroy();
+        sf__futures_free_all();
+        errno = err;
+        return -1;
+    }
+    int want = c->threads - 1, got = sf__pool_start(want, c->stack_size, &err);
+    if (got < want)
+        /* Degrade, do not fail: fewer workers only means less parallelism;
+         * every task can still run in the thread that gets it. */
+        fprintf(stderr, "libsf: started %d of %d pool workers (%s); running with %d\n", got,
+                want, strerror(err), got);
     return 0;
 }
 
@@ -77,54 +145,67 @@ SF_EXPORT int sf_init(const sf_config *cfg)
     struct sf__cfg c;
     if (sf__config_resolve(cfg, &c) != 0)
         return -1;
-    pthread_mutex_lock(&sf__rt.life);
+    sf__lock(&life);
     int rc;
-    if (atomic_load_explicit(&sf__rt.state, memory_order_relaxed) == SF__UP) {
+    /* Relaxed: state is written only under `life`, which we hold. */
+    if (atomic_load_explicit(&state, memory_order_relaxed) != SF__DOWN) {
+        /* Running, or stopping (sf_init from a task that sf_shutdown is
+         * draining, or from a worker's last task). */
         free(c.trace_file);
         errno = EBUSY;
         rc = -1;
     } else {
         rc = start(&c);
     }
-    pthread_mutex_unlock(&sf__rt.life);
+    sf__unlock(&life);
     return rc;
 }
 
-int sf__start_implicit(void)
+struct sf__thread *sf__enter_slow(void)
 {
-    pthread_mutex_lock(&sf__rt.life);
-    int rc = 0;
-    if (atomic_load_explicit(&sf__rt.state, memory_order_relaxed) != SF__UP) {
-        struct sf__cfg c;
-        rc = sf__config_resolve(NULL, &c);
-        if (rc == 0)
-            rc = start(&c);
+    /* Acquire: pairs with start's release; the configuration is visible. */
+    if (atomic_load_explicit(&state, memory_order_acquire) == SF__DOWN) {
+        sf__lock(&life);
+        int rc = 0;
+        /* Relaxed: under `life`, state's only writer's lock. */
+        if (atomic_load_explicit(&state, memory_order_relaxed) == SF__DOWN) {
+            struct sf__cfg c;
+            rc = sf__config_resolve(NULL, &c);
+            if (rc == 0)
+                rc = start(&c);
+            if (rc != 0)
+                errno = EAGAIN;
+        }
+        sf__unlock(&life);
         if (rc != 0)
-            errno = EAGAIN;
+            return NULL;
+        struct sf__thread *me = sf__thread_self(); /* the starter registered in start */
+        if (me != NULL)
+            return me;
     }
-    pthread_mutex_unlock(&sf__rt.life);
-    return rc;
+    return sf__registry_register(false);
 }
 
 /* Runs every task still pending anywhere until none is left and no worker is
  * busy (a running task may queue more). Returns how many it ran. */
-static unsigned long drain(struct sf__thread *t)
+static unsigned long drain(struct sf__thread *me)
 {
     unsigned long n = 0;
     for (;;) {
         uint64_t claimed;
-        sf_future *f = sf__pending_pop_own(t, &claimed);
+        sf_future *f = sf__pending_pop(&me->q, &claimed);
         for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
-            f = sf__pending_steal(sf__registry_get(i), SF__SCAN_DRAIN, UINT64_MAX, &claimed);
+            f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, UINT64_MAX,
+                                  &claimed);
         if (f != NULL) {
-            sf__run(t, f, claimed, SF__HOW_DRAIN);
+            sf__run_claimed(me, f, claimed, SF__HOW_DRAIN);
             n++;
             continue;
         }
         /* Relaxed: a worker is quiet once busy is 0 and nothing is pending;
          * the next loop rescans anyway, and the join in sf__pool_stop orders
          * everything the workers did before our frees. */
-        if (atomic_load_explicit(&sf__rt.busy, memory_order_relaxed) == 0)
+        if (atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0)
             return n;
         sched_yield();
     }
@@ -132,37 +213,39 @@ static unsigned long drain(struct sf__thread *t)
 
 SF_EXPORT void sf_shutdown(void)
 {
-    pthread_mutex_lock(&sf__rt.life);
-    if (atomic_load_explicit(&sf__rt.state, memory_order_relaxed) != SF__UP) {
-        pthread_mutex_unlock(&sf__rt.life);
-        return;
-    }
-    struct sf__thread *t = sf__tls.rec;
-    if (t != NULL && sf__tls.gen == atomic_load_explicit(&sf__rt.gen, memory_order_relaxed) &&
-        (t->depth > 0 || t->is_worker)) {
-        pthread_mutex_unlock(&sf__rt.life);
+    struct sf__thread *me = sf__thread_self();
+    if (me != NULL && (me->depth > 0 || me->is_worker)) {
         fprintf(stderr, "libsf: sf_shutdown() called from inside a task; ignored\n");
         return;
     }
-    pthread_mutex_unlock(&sf__rt.life);
-    /* Registering may take the life lock (never here: the runtime is up). */
-    t = sf__self();
-    pthread_mutex_lock(&sf__rt.life);
-    unsigned long drained = t != NULL ? drain(t) : 0;
-    sf__pool_stop();
-    if (t != NULL)
-        SF__TRACE(t, "Shutdown\tdrained=%lu", drained);
-    if (sf__rt.trace) {
-        for (int i = 0, n = sf__registry_count(); i < n; i++)
-            sf__trace_flush(sf__registry_get(i));
-        sf__trace_close();
-        sf__rt.trace = false;
+    sf__lock(&life);
+    /* Relaxed, load and store: under `life`, which every writer holds;
+     * readers outside it (sf__enter_slow, sf_stats_read) only tell DOWN from
+     * not DOWN, and STOPPING publishes nothing. */
+    if (atomic_load_explicit(&state, memory_order_relaxed) != SF__UP) {
+        sf__unlock(&life); /* not running, or another shutdown is under way */
+        return;
     }
-    atomic_store_explicit(&sf__rt.state, SF__DOWN, memory_order_relaxed);
-    atomic_fetch_add_explicit(&sf__rt.gen, 1, memory_order_relaxed);
+    atomic_store_explicit(&state, SF__STOPPING, memory_order_relaxed);
+    sf__unlock(&life);
+    /* No lock from here to the frees: tasks run. sf__enter registers this
+     * thread if it never used libsf (the runtime is STOPPING, not DOWN, so it
+     * starts nothing). */
+    me = sf__enter();
+    unsigned long drained = me != NULL ? drain(me) : 0;
+    sf__pool_stop();
+    if (sf__trace_on) {
+        if (me != NULL)
+            sf__trace_event(me, SF__EV_SHUTDOWN, drained, 0);
+        sf__trace_close();
+    }
+    sf__lock(&life);
     sf__registry_destroy();
-    sf__slabs_free_all();
-    pthread_mutex_unlock(&sf__rt.life);
+    sf__futures_free_all();
+    /* Relaxed: the next start reads it under `life`; sf__enter_slow's
+     * acquire load only needs to see "not UP" to take the lock. */
+    atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
+    sf__unlock(&life);
 }
 
 SF_EXPORT int sf_stats_read(sf_stats *out)
@@ -171,15 +254,16 @@ SF_EXPORT int sf_stats_read(sf_stats *out)
         errno = EINVAL;
         return -1;
     }
-    if (atomic_load_explicit(&sf__rt.state, memory_order_acquire) != SF__UP) {
+    /* Acquire: pairs with start's release; threads_cfg and the pool are set. */
+    if (atomic_load_explicit(&state, memory_order_acquire) == SF__DOWN) {
         errno = ESRCH;
         return -1;
     }
     memset(out, 0, sizeof *out);
-    out->threads = sf__rt.threads;
-    out->workers = sf__rt.workers;
-    out->peak_busy = atomic_load_explicit(&sf__rt.peak_busy, memory_order_relaxed);
-    /* Relaxed: counters are statistics (internal.h, SF__BUMP). */
+    out->threads = threads_cfg;
+    out->workers = sf__pool.workers;
+    /* Relaxed: counters are statistics (platform.h, SF__BUMP). */
+    out->peak_busy = atomic_load_explicit(&sf__pool.peak_busy, memory_order_relaxed);
     for (int i = 0, n = sf__registry_count(); i < n; i++) {
         struct sf__thread *r = sf__registry_get(i);
         out->created += atomic_load_explicit(&r->c_created, memory_order_relaxed);

@@ -1,141 +1,153 @@
 /*
- * registry.c - per-thread records and the global pending set.
+ * registry.c - layer 3: thread structs, TLS, thread exit and adoption.
  *
- * Every thread that calls into libsf gets a record (struct sf__thread) the
- * first time, cached in TLS. The records, in an append-only array, are the
- * global pending set: the union of their pending queues is every task not yet
- * started, and blocked getters (get.c), idle workers (pool.c) and the drain
- * of sf_shutdown search it by scanning the queues.
+ * Structs are never freed while the registry is open: a scanner may hold one
+ * at any time. When a thread exits, its struct is marked dead; its queue stays
+ * in the set (its pending tasks remain claimable) and a later thread adopts
+ * the struct once the queue holds nothing pending.
  *
- * Records are never freed while the runtime runs: a scanner may hold one at
- * any time. When a thread exits, its record is marked dead; its queue stays in
- * the set (its pending tasks remain claimable) and a later thread adopts the
- * record once the queue holds nothing pending.
- *
- * The array is published by the release store of nrecs; entries below it
- * never change, so a scanner reads them after an acquire load of nrecs.
+ * The array is published by the release store of nthreads; entries below it
+ * never change while the registry is open, so a scanner reads them after an
+ * acquire load of nthreads.
  */
-#include "pending.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 __thread struct sf__tls sf__tls __attribute__((tls_model("initial-exec")));
+_Atomic unsigned sf__registry_gen;
 
-static struct sf__thread *recs[SF__MAX_RECORDS];
-static _Atomic int nrecs;
-/* Lock order: may be taken under sf__rt.life (start), never the reverse;
- * nothing is taken under it except malloc's own locks. */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sf__thread *threads[SF__MAX_THREADS_REGISTERED];
+static _Atomic int nthreads;
+static pthread_key_t exit_key;
+static bool exit_key_live; /* between init and destroy: only a live key is deleted */
+static void (*exit_hook)(struct sf__thread *t);
+/* Rank REGISTRY (debug.h): taken under the life lock at start, never the
+ * reverse; only malloc's own locks are taken under it. */
+static struct sf__lock reg_lock = SF__LOCK_INITIALIZER(SF__RANK_REGISTRY, "reg_lock");
 
 int sf__registry_count(void)
 {
-    /* Acquire: pairs with the release in new_record; recs[i < n] is set. */
-    return atomic_load_explicit(&nrecs, memory_order_acquire);
+    /* Acquire: pairs with the release in new_thread; threads[i < n] is set. */
+    return atomic_load_explicit(&nthreads, memory_order_acquire);
 }
 
-struct sf__thread *sf__registry_get(int i) { return recs[i]; }
+struct sf__thread *sf__registry_get(int i) { return threads[i]; }
 
-static struct sf__thread *new_record(bool worker)
+static struct sf__thread *new_thread(int n)
 {
-    pthread_mutex_lock(&reg_lock);
-    int n = atomic_load_explicit(&nrecs, memory_order_relaxed);
-    struct sf__thread *t = NULL;
-    for (int i = 0; i < n; i++) {
-        struct sf__thread *d = recs[i];
-        /* Acquire: the dead thread's last writes to its record come first. */
-        if (atomic_load_explicit(&d->alive, memory_order_acquire) == 0 && sf__pending_empty(d)) {
-            t = d;
-            break;
-        }
+    struct sf__thread *t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
+    if (t == NULL)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    if (sf__pending_init(&t->q, n) != 0) {
+        free(t);
+        return NULL;
     }
+    t->id = n;
+    t->rng = 2654435761u * (uint32_t)(n + 1);
+    threads[n] = t;
+    /* Release: scanners that see the new count see the struct. */
+    atomic_store_explicit(&nthreads, n + 1, memory_order_release);
+    return t;
+}
+
+struct sf__thread *sf__registry_register(bool worker)
+{
+    sf__lock(&reg_lock);
+    /* Relaxed: nthreads is written only under reg_lock, which we hold. */
+    int n = atomic_load_explicit(&nthreads, memory_order_relaxed);
+    struct sf__thread *t = NULL;
+    for (int i = 0; i < n && t == NULL; i++)
+        /* Acquire: the dead thread's last writes to its struct come first. */
+        if (atomic_load_explicit(&threads[i]->alive, memory_order_acquire) == 0 &&
+            !sf__pending_has_pending(&threads[i]->q))
+            t = threads[i];
     if (t == NULL) {
-        if (n == SF__MAX_RECORDS) {
-            pthread_mutex_unlock(&reg_lock);
+        if (n == SF__MAX_THREADS_REGISTERED) {
+            sf__unlock(&reg_lock);
             errno = EAGAIN;
             return NULL;
         }
-        t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
-        if (t == NULL || (memset(t, 0, sizeof *t), sf__pending_init(&t->q, n)) != 0) {
-            free(t);
-            pthread_mutex_unlock(&reg_lock);
+        if ((t = new_thread(n)) == NULL) {
+            sf__unlock(&reg_lock);
             errno = ENOMEM;
             return NULL;
         }
-        t->id = n;
-        t->rng = 2654435761u * (uint32_t)(n + 1);
-        recs[n] = t;
-        /* Release: scanners that see the new count see the record. */
-        atomic_store_explicit(&nrecs, n + 1, memory_order_release);
     }
+    sf__pending_adopt(&t->q);
+    SF__OWNER_SET(&t->free);
     t->is_worker = worker;
     t->depth = 0;
+    sf__stack_bounds(&t->stack_lo, &t->stack_size);
+    /* Relaxed: alive is read under reg_lock, or as a hint. */
     atomic_store_explicit(&t->alive, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&reg_lock);
+    sf__unlock(&reg_lock);
+    sf__tls.me = t;
+    /* Relaxed: gen changes only at init and destroy, which do not race with
+     * registration (sf.h); the value read is the one init wrote. */
+    sf__tls.gen = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    /* The destructor runs the exit hook and marks the struct dead when this
+     * thread exits. */
+    pthread_setspecific(exit_key, t);
     return t;
 }
 
-static void attach(struct sf__thread *t)
+static void on_thread_exit(void *arg)
 {
-    sf__tls.rec = t;
-    sf__tls.gen = atomic_load_explicit(&sf__rt.gen, memory_order_relaxed);
-}
-
-struct sf__thread *sf__self_slow(void)
-{
-    if (atomic_load_explicit(&sf__rt.state, memory_order_acquire) != SF__UP &&
-        sf__start_implicit() != 0)
-        return NULL;
-    struct sf__thread *t = new_record(false);
-    if (t == NULL)
-        return NULL;
-    attach(t);
-    /* The destructor marks the record dead when this thread exits. */
-    pthread_setspecific(sf__rt.exit_key, t);
-    return t;
-}
-
-struct sf__thread *sf__register_worker(void)
-{
-    struct sf__thread *t = new_record(true);
-    if (t != NULL)
-        attach(t);
-    return t;
-}
-
-void sf__registry_thread_exit(struct sf__thread *t)
-{
-    /* Nobody will answer a request for this queue's private tasks any more:
-     * make them all public now, so blocked getters can help with them. */
-    sf__pending_publish(t);
-    sf__trace_flush(t);
-    /* Release: pairs with the acquire in new_record of an adopter. */
+    struct sf__thread *t = arg;
+    exit_hook(t);
+    /* Release: pairs with the acquire in sf__registry_register of an
+     * adopter. */
     atomic_store_explicit(&t->alive, 0, memory_order_release);
 }
 
-static void on_thread_exit(void *rec) { sf__registry_thread_exit(rec); }
-
-int sf__registry_init(void)
+int sf__registry_init(void (*on_exit)(struct sf__thread *t))
 {
-    if (pthread_key_create(&sf__rt.exit_key, on_thread_exit) != 0) {
+    if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
         errno = EAGAIN;
         return -1;
     }
+    exit_hook = on_exit;
+    exit_key_live = true;
+    /* Relaxed: see sf__thread_self. */
+    atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
     return 0;
+}
+
+void sf__registry_after_fork(void)
+{
+    sf__lock_init(&reg_lock, SF__RANK_REGISTRY, "reg_lock");
+    /* The forking thread's exit must not run the hook on a struct of the
+     * parent's runtime. A key deleted at shutdown may since belong to
+     * someone else: delete only our live one. */
+    if (exit_key_live)
+        pthread_key_delete(exit_key);
+    exit_key_live = false;
+    /* Relaxed: the child has one thread. */
+    atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
+    atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
+    sf__tls.me = NULL;
 }
 
 void sf__registry_destroy(void)
 {
-    /* Deleting the key first: no exit destructor can touch a freed record. */
-    pthread_key_delete(sf__rt.exit_key);
-    int n = atomic_load_explicit(&nrecs, memory_order_relaxed);
+    /* Deleting the key first: no exit destructor can touch a freed struct. */
+    pthread_key_delete(exit_key);
+    exit_key_live = false;
+    /* Relaxed, all three: nobody else uses the registry any more (sf.h:
+     * sf_shutdown does not race with other calls; its workers are joined). */
+    atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
+    int n = atomic_load_explicit(&nthreads, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
-        sf__pending_destroy(&recs[i]->q);
-        free(recs[i]->tbuf);
-        free(recs[i]);
-        recs[i] = NULL;
+        sf__pending_destroy(&threads[i]->q);
+        sf__freelist_destroy(&threads[i]->free);
+        free(threads[i]->tbuf);
+        free(threads[i]);
+        threads[i] = NULL;
     }
-    atomic_store_explicit(&nrecs, 0, memory_order_relaxed);
-    sf__tls.rec = NULL;
+    atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
+    sf__tls.me = NULL;
 }

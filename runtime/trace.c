@@ -1,19 +1,22 @@
 /*
- * trace.c - SF_TRACE: the seed's schedule trace (docs/trace-format.md).
+ * trace.c - layer 4: writing the schedule trace (format: trace_format.h).
  *
  * Each thread formats its lines into its own buffer and writes whole buffers
  * with one write(2), so tracing takes no lock of ours and lines never
- * interleave mid-line (the file is opened O_APPEND; stderr writes of whole
- * lines). The cost: lines of different threads are not in time order in the
- * file; the Time column orders them (tools/sftrace sorts). A thread flushes
- * when its buffer fills, before it sleeps, when it exits, and at shutdown.
+ * interleave mid-line (the file is opened O_APPEND; stderr gets writes of
+ * whole lines). The cost: lines of different threads are not in time order
+ * in the file; the Time column orders them (tools/sftrace sorts). A thread
+ * flushes when its buffer fills, before it sleeps, when it exits, and at
+ * shutdown.
+ *
+ * Lines are formatted from the event table of trace_format.h: each event's
+ * argument spec is parsed once, at open, into argument kinds.
  */
-#include "internal.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,69 @@
 
 #define TBUF_BYTES 65536
 #define LINE_MAX_BYTES 512
+#define MAX_ARGS 2
+
+bool sf__trace_on;
+static int trace_fd = 2;
+static uint64_t t0_ns;
+
+enum kind { K_TASK, K_THREAD, K_COUNT, K_HOW, K_KEY };
+
+static const char *const event_name[SF__EV_COUNT] = {
+#define NAME(id, name, args, meaning) name,
+    SF_TRACE_EVENTS(NAME)
+#undef NAME
+};
+static const char *const event_spec[SF__EV_COUNT] = {
+#define SPEC(id, name, args, meaning) args,
+    SF_TRACE_EVENTS(SPEC)
+#undef SPEC
+};
+static const char *const how_name[SF__HOW_COUNT] = {
+#define HOW(id, name, meaning) name,
+    SF_TRACE_HOWS(HOW)
+#undef HOW
+};
+
+static struct {
+    int nargs;
+    enum kind kind[MAX_ARGS];
+    char key[MAX_ARGS][16]; /* "threads=" for key=count */
+} layout[SF__EV_COUNT];
+
+/* Parses every spec of trace_format.h. A spec this file cannot write is a
+ * bug in that header, caught by the first traced run of the test suite. */
+static void parse_specs(void)
+{
+    for (int e = 0; e < SF__EV_COUNT; e++) {
+        const char *p = event_spec[e];
+        layout[e].nargs = 0;
+        while (*p != '\0') {
+            size_t n = strcspn(p, " ");
+            int i = layout[e].nargs++;
+            SF__ASSERT(i < MAX_ARGS, "event %s: too many arguments", event_name[e]);
+            const char *eq = memchr(p, '=', n);
+            if (eq != NULL) {
+                size_t k = (size_t)(eq - p) + 1;
+                SF__ASSERT(k < sizeof layout[e].key[i], "event %s: long key", event_name[e]);
+                memcpy(layout[e].key[i], p, k);
+                layout[e].key[i][k] = '\0';
+                layout[e].kind[i] = K_KEY;
+            } else if (n == 4 && memcmp(p, "task", 4) == 0) {
+                layout[e].kind[i] = K_TASK;
+            } else if (n == 6 && memcmp(p, "thread", 6) == 0) {
+                layout[e].kind[i] = K_THREAD;
+            } else if (n == 3 && memcmp(p, "how", 3) == 0) {
+                layout[e].kind[i] = K_HOW;
+            } else {
+                layout[e].kind[i] = K_COUNT;
+            }
+            p += n;
+            while (*p == ' ')
+                p++;
+        }
+    }
+}
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -44,17 +110,35 @@ int sf__trace_open(const char *path)
         if (fd < 0)
             return -1;
     }
-    sf__rt.trace_fd = fd;
-    static const char header[] = "Thread\tQueue\tAsleep\tTime\tMessage...\n";
+    parse_specs();
+    trace_fd = fd;
+    t0_ns = sf__now_ns();
+    static const char header[] = SF_TRACE_HEADER "\n";
     write_all(fd, header, sizeof header - 1);
+    sf__trace_on = true;
     return 0;
 }
 
+void sf__trace_restart_clock(void) { t0_ns = sf__now_ns(); }
+
 void sf__trace_close(void)
 {
-    if (sf__rt.trace_fd > 2)
-        close(sf__rt.trace_fd);
-    sf__rt.trace_fd = 2;
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        sf__trace_flush(sf__registry_get(i));
+    if (trace_fd > 2)
+        close(trace_fd);
+    trace_fd = 2;
+    sf__trace_on = false;
+}
+
+void sf__trace_after_fork(void)
+{
+    /* Closing the child's copy of the descriptor leaves the parent's open;
+     * the parent's buffered lines are the parent's to write. */
+    if (trace_fd > 2)
+        close(trace_fd);
+    trace_fd = 2;
+    sf__trace_on = false;
 }
 
 void sf__trace_flush(struct sf__thread *t)
@@ -71,19 +155,19 @@ void sf__trace_flush(struct sf__thread *t)
             if (n == 0) /* cannot happen (lines are < LINE_MAX_BYTES); never loop */
                 n = PIPE_BUF;
         }
-        write_all(sf__rt.trace_fd, t->tbuf + done, n);
+        write_all(trace_fd, t->tbuf + done, n);
         done += n;
     }
     t->tlen = 0;
 }
 
-/* Tasks queued and not started, over all threads. Each counter is exact for
- * its owner; the sum is a snapshot taken while others move, so clamp. */
+/* The Queue and Asleep columns: tasks queued and not started, and getters
+ * asleep, over all threads. Each counter is exact for its owner; the sums are
+ * snapshots taken while others move, so clamp. Relaxed loads: statistics. */
 static long long queued(void)
 {
     long long q = 0;
-    int n = sf__registry_count();
-    for (int i = 0; i < n; i++) {
+    for (int i = 0, n = sf__registry_count(); i < n; i++) {
         struct sf__thread *r = sf__registry_get(i);
         q += (long long)(atomic_load_explicit(&r->c_created, memory_order_relaxed) -
                          atomic_load_explicit(&r->c_inline, memory_order_relaxed) -
@@ -95,23 +179,44 @@ static long long queued(void)
     return q < 0 ? 0 : q;
 }
 
-void sf__trace(struct sf__thread *t, const char *fmt, ...)
+static int asleep(void)
+{
+    int a = 0;
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        a += atomic_load_explicit(&sf__registry_get(i)->asleep, memory_order_relaxed);
+    return a;
+}
+
+void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b)
 {
     if (t->tbuf == NULL && (t->tbuf = malloc(TBUF_BYTES)) == NULL)
         return; /* no memory for tracing: the program goes on untraced */
     if (t->tlen > TBUF_BYTES - LINE_MAX_BYTES)
         sf__trace_flush(t);
-    uint64_t ns = sf__now_ns() - sf__rt.t0_ns;
+    uint64_t ns = sf__now_ns() - t0_ns;
     char *p = t->tbuf + t->tlen;
-    size_t room = LINE_MAX_BYTES - 1;
-    int n = snprintf(p, room, "%d\t%lld\t%d\t%llu.%03llu\t", t->id, queued(),
-                     atomic_load_explicit(&sf__rt.asleep, memory_order_relaxed),
-                     (unsigned long long)(ns / 1000000), (unsigned long long)(ns / 1000 % 1000));
-    va_list ap;
-    va_start(ap, fmt);
-    int m = vsnprintf(p + n, room - (size_t)n, fmt, ap);
-    va_end(ap);
-    size_t len = (size_t)n + ((size_t)m < room - (size_t)n ? (size_t)m : room - (size_t)n - 1);
-    p[len++] = '\n';
-    t->tlen += len;
+    /* Every argument is short (at most 20 digits twice, or a key and a
+     * number), so a line always fits LINE_MAX_BYTES. */
+    int n = snprintf(p, LINE_MAX_BYTES, "%d\t%lld\t%d\t%llu.%03llu\t%s", t->id, queued(),
+                     asleep(), (unsigned long long)(ns / 1000000),
+                     (unsigned long long)(ns / 1000 % 1000), event_name[ev]);
+    uint64_t arg[MAX_ARGS] = {a, b};
+    for (int i = 0; i < layout[ev].nargs; i++) {
+        char *o = p + n;
+        size_t room = LINE_MAX_BYTES - (size_t)n;
+        switch (layout[ev].kind[i]) {
+        case K_TASK:
+            n += snprintf(o, room, "\t%d.%llu", sf__tag_thread(arg[i]),
+                          (unsigned long long)sf__tag_seq(arg[i]));
+            break;
+        case K_THREAD: n += snprintf(o, room, "\t%d", (int)arg[i]); break;
+        case K_HOW: n += snprintf(o, room, "\t%s", how_name[arg[i]]); break;
+        case K_KEY:
+            n += snprintf(o, room, "\t%s%llu", layout[ev].key[i], (unsigned long long)arg[i]);
+            break;
+        case K_COUNT: n += snprintf(o, room, "\t%llu", (unsigned long long)arg[i]); break;
+        }
+    }
+    p[n++] = '\n';
+    t->tlen += (size_t)n;
 }

@@ -1,9 +1,10 @@
 # tests/local.mk - included by the top Makefile.am (paths are from the top
 # directory). One Check program per concept; each test runs in a fresh
 # process (Check's fork mode), so a test sets its environment before it
-# starts the runtime. Built and run by `make check` only when Check is found.
+# starts the runtime. Each program reports its test cases in TAP (TU_MAIN).
+# Configure needs Check unless --disable-tests; then `make check` fails.
 
-if HAVE_CHECK
+if SF_TESTS
 
 check_PROGRAMS += tests/test_lazy
 check_PROGRAMS += tests/test_meh
@@ -16,6 +17,8 @@ check_PROGRAMS += tests/test_config
 check_PROGRAMS += tests/test_errors
 check_PROGRAMS += tests/test_trace
 check_PROGRAMS += tests/test_claim
+check_PROGRAMS += tests/test_pending
+check_PROGRAMS += tests/test_fork
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -28,6 +31,8 @@ TESTS += tests/test_config
 TESTS += tests/test_errors
 TESTS += tests/test_trace
 TESTS += tests/test_claim
+TESTS += tests/test_pending
+TESTS += tests/test_fork
 
 tests_test_lazy_SOURCES = tests/test_lazy.c tests/testutil.c tests/testutil.h
 tests_test_lazy_LDADD = libsf.la $(CHECK_LIBS)
@@ -68,8 +73,34 @@ tests_test_errors_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_trace_SOURCES = tests/test_trace.c tests/testutil.c tests/testutil.h
 tests_test_trace_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_trace_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+# test_trace checks the runtime's traces with sftrace, the reader of the format
+tests_test_trace_CPPFLAGS = $(AM_CPPFLAGS) -DSFTRACE_BIN='"$(abs_top_builddir)/tools/sftrace/sftrace$(EXEEXT)"'
+EXTRA_tests_test_trace_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 tests_test_claim_SOURCES = tests/test_claim.c tests/testutil.c tests/testutil.h
 tests_test_claim_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_claim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
+tests_test_fork_SOURCES = tests/test_fork.c tests/testutil.c tests/testutil.h
+tests_test_fork_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_fork_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# The queue alone: internal functions, so the convenience library, not libsf.
+tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h
+tests_test_pending_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
+tests_test_pending_LDADD = libsfcore.la $(CHECK_LIBS)
+tests_test_pending_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# The debug build's self-checks, each misuse reported and aborted on.
+if SF_DEBUG
+check_PROGRAMS += tests/test_debug
+TESTS += tests/test_debug
+tests_test_debug_SOURCES = tests/test_debug.c tests/testutil.c tests/testutil.h
+tests_test_debug_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
+tests_test_debug_LDADD = libsfcore.la $(CHECK_LIBS)
+tests_test_debug_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+endif
+
+else
+check-local:
+	@echo "make check: the tests were disabled at configure time (--disable-tests); install Check and configure again" >&2; exit 1
 endif

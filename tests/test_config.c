@@ -113,10 +113,10 @@ START_TEST(good_sf_threads)
     sf_stats s = tu_stats_quiet();
     ck_assert_int_eq(s.threads, want);
     ck_assert_int_eq(s.workers, want - 1);
-    ck_assert_int_eq(tu_os_threads(), before + want - 1);
+    tu_assert_os_threads(before + want - 1);
     free(out);
     sf_shutdown();
-    ck_assert_int_eq(tu_os_threads(), before);
+    tu_assert_os_threads(before);
 }
 END_TEST
 

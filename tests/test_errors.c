@@ -122,7 +122,7 @@ START_TEST(init_bad_config)
     ck_assert_int_eq(errno, EINVAL);
     /* Nothing started. */
     assert_not_running();
-    ck_assert_int_eq(tu_os_threads(), before);
+    tu_assert_os_threads(before);
     ck_assert_int_eq(sf_init(NULL), 0);
     sf_stats s = tu_stats_quiet();
     ck_assert_int_eq(s.threads, 2);
@@ -141,6 +141,43 @@ START_TEST(init_min_stack)
     ck_assert_int_eq(sf_init(&c), 0);
     assert_works();
     sf_shutdown();
+}
+END_TEST
+
+/* No worker can be created (no address space for a 64 TiB stack): sf_init
+ * still succeeds, says so in one line, and every task runs in its getter. */
+START_TEST(init_degrades_without_workers)
+{
+    tu_env_threads(1);
+    sf_config c;
+    memset(&c, 0, sizeof c);
+    c.threads = 4;
+    c.stack_size = (size_t)1 << 46;
+    int before = tu_os_threads();
+    struct tu_capture cap;
+    tu_capture_begin(&cap);
+    int rc = sf_init(&c);
+    char *err = tu_capture_end(&cap);
+    ck_assert_int_eq(rc, 0);
+    static const char head[] = "libsf: started 0 of 3 pool workers (";
+    static const char tail[] = "); running with 0\n";
+    size_t n = strlen(err);
+    ck_assert_msg(tu_count_lines(err) == 1 && strncmp(err, head, strlen(head)) == 0 &&
+                      n > strlen(tail) && strcmp(err + n - strlen(tail), tail) == 0,
+                  "stderr \"%s\"", err);
+    free(err);
+    tu_assert_os_threads(before); /* no thread was left behind */
+    assert_works();
+    sf_stats s; /* not tu_stats_quiet: it wants the full pool */
+    ck_assert_int_eq(sf_stats_read(&s), 0);
+    ck_assert_int_eq(s.threads, 4);
+    ck_assert_int_eq(s.workers, 0);
+    ck_assert_int_eq(s.peak_busy, 0);
+    ck_assert_uint_eq(s.run_pool, 0);
+    ck_assert_uint_eq(s.run_inline + s.run_stolen, s.created);
+    ck_assert_uint_eq(s.created, 2 + tu_fib_tasks(15)); /* assert_works */
+    sf_shutdown();
+    assert_not_running();
 }
 END_TEST
 
@@ -326,6 +363,7 @@ static Suite *errors_suite(void)
     tcase_add_test(tc, stats_read_not_running);
     tcase_add_loop_test(tc, init_bad_config, 0, 6);
     tcase_add_test(tc, init_min_stack);
+    tcase_add_test(tc, init_degrades_without_workers);
     tcase_add_test(tc, init_twice_ebusy);
     tcase_add_test(tc, init_after_implicit_start_ebusy);
     tcase_add_test(tc, init_after_shutdown);

@@ -82,7 +82,7 @@ START_TEST(concurrent_implicit_start)
     ck_assert_int_eq(s.workers, 1);
     ck_assert_uint_eq(s.created, NFOREIGN * tu_fib_tasks(16));
     /* One pool: one worker thread beside main. */
-    ck_assert_int_eq(tu_os_threads(), before + 1);
+    tu_assert_os_threads(before + 1);
     sf_shutdown();
 }
 END_TEST

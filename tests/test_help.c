@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define WAIT_MS 6000L
@@ -215,6 +216,91 @@ START_TEST(blocked_get_sleeps_and_wakes)
 }
 END_TEST
 
+/*
+ * Helping nests, and must stop before the stack ends. Many independent tasks
+ * each get one shared future that runs for a while on another thread: the
+ * first blocked get helps by running the next pending task, which blocks on
+ * the same future and helps in turn. The program nests two deep; unbounded
+ * helping nested once per task and overflowed an 8 MiB stack at about
+ * 29,000 tasks. Every task must finish, once, with the shared value.
+ */
+/* A sanitizer's tenfold cost makes the million a quarter million there. */
+static const long nest_counts[] = {100000, TU_SANITIZED ? 250000 : 1000000};
+static sf_future *shared;
+static atomic_int shared_started, shared_go;
+static atomic_long nest_done;
+
+/* Runs until 300 ms after every task is queued: the gets all find it
+ * running. */
+static void *shared_body(void *arg)
+{
+    atomic_store(&shared_started, 1);
+    tu_wait_flag(&shared_go, 60000);
+    tu_sleep_ms(300);
+    return arg;
+}
+
+static void *gets_shared(void *arg)
+{
+    (void)arg;
+    void *v = sf_get(shared);
+    atomic_fetch_add(&nest_done, 1);
+    return v;
+}
+
+static void *foreign_runner(void *arg)
+{
+    (void)arg;
+    return sf_get(shared); /* claims it and runs it on this non-libsf thread */
+}
+
+static void helping_stays_on_the_stack(int threads, long n)
+{
+    tu_env_threads(threads);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    shared = sf_do(shared_body, (void *)0x5a);
+    ck_assert_ptr_nonnull(shared);
+    pthread_t runner;
+    if (threads == 1) { /* no worker: a foreign thread runs it */
+        ck_assert_int_eq(pthread_create(&runner, NULL, foreign_runner, NULL), 0);
+    } else { /* submit it; the idle worker takes it */
+        sf_future *kick = sf_do(tu_fib, (void *)1L);
+        ck_assert_ptr_eq(sf_get(kick), (void *)1L);
+        sf_release(kick);
+    }
+    ck_assert_msg(tu_wait_flag(&shared_started, WAIT_MS), "nobody started the shared task");
+    sf_future **fs = malloc((size_t)n * sizeof *fs);
+    ck_assert_ptr_nonnull(fs);
+    for (long i = 0; i < n; i++)
+        ck_assert_ptr_nonnull(fs[i] = sf_do(gets_shared, NULL));
+    atomic_store(&shared_go, 1);
+    for (long i = 0; i < n; i++) {
+        ck_assert_ptr_eq(sf_get(fs[i]), (void *)0x5a);
+        sf_release(fs[i]);
+    }
+    free(fs);
+    ck_assert_int_eq(atomic_load(&nest_done), n);
+    if (threads == 1)
+        ck_assert_int_eq(pthread_join(runner, NULL), 0);
+    ck_assert_ptr_eq(sf_get(shared), (void *)0x5a);
+    sf_release(shared);
+    sf_stats st = tu_stats_quiet();
+    ck_assert_uint_eq(st.created, (uint64_t)n + 1 + (threads > 1));
+    sf_shutdown();
+}
+
+START_TEST(helping_nests_within_the_stack_1_thread)
+{
+    helping_stays_on_the_stack(1, nest_counts[_i]);
+}
+END_TEST
+
+START_TEST(helping_nests_within_the_stack_2_threads)
+{
+    helping_stays_on_the_stack(2, nest_counts[_i]);
+}
+END_TEST
+
 static Suite *help_suite(void)
 {
     Suite *s = suite_create("help");
@@ -225,6 +311,11 @@ static Suite *help_suite(void)
     tcase_add_test(tc, blocked_get_steals_while_worker_busy);
     tcase_add_test(tc, blocked_get_sleeps_and_wakes);
     suite_add_tcase(s, tc);
+    TCase *deep = tcase_create("deep");
+    tcase_set_timeout(deep, TU_SANITIZED ? 300 : 120);
+    tcase_add_loop_test(deep, helping_nests_within_the_stack_1_thread, 0, 2);
+    tcase_add_loop_test(deep, helping_nests_within_the_stack_2_threads, 0, 2);
+    suite_add_tcase(s, deep);
     return s;
 }
 

@@ -177,14 +177,14 @@ START_TEST(one_thread_runs_in_caller)
     tu_env_threads(1);
     int os_before = tu_os_threads();
     ck_assert_int_eq(sf_init(NULL), 0);
-    ck_assert_int_eq(tu_os_threads(), os_before);
+    tu_assert_os_threads(os_before);
     tu_threads_reset();
     sf_future *f = sf_do(fib_noting, (void *)15L);
     ck_assert_ptr_eq(sf_get(f), (void *)610L);
     sf_release(f);
     ck_assert_int_eq(tu_threads_count(), 1);
     ck_assert(tu_threads_contains(pthread_self()));
-    ck_assert_int_eq(tu_os_threads(), os_before);
+    tu_assert_os_threads(os_before);
 
     sf_future *a = sf_do(task_a, NULL);
     ck_assert_ptr_eq(sf_get(a), NULL);

@@ -73,7 +73,7 @@ static void start_with(int threads)
     cfg.stack_size = BIG_STACK; /* threads from SF_THREADS */
     ck_assert_int_eq(sf_init(&cfg), 0);
     /* The pool has SF_THREADS - 1 workers, no more. */
-    ck_assert_int_eq(tu_os_threads(), before + threads - 1);
+    tu_assert_os_threads(before + threads - 1);
     sf_stats s = tu_stats_quiet();
     ck_assert_int_eq(s.threads, threads);
     ck_assert_int_eq(s.workers, threads - 1);
@@ -110,7 +110,7 @@ START_TEST(chain_10000_deep)
     ck_assert_int_ge(ran_on, 1);
     ck_assert_int_le(ran_on, threads);
     check_stats(threads, CHAIN_DEPTH);
-    ck_assert_int_eq(tu_os_threads(), base);
+    tu_assert_os_threads(base);
     sf_shutdown();
 }
 END_TEST
@@ -133,7 +133,7 @@ START_TEST(tree_fanout8_depth5)
         ck_assert(tu_threads_contains(pthread_self()));
     }
     check_stats(threads, TREE_NODES);
-    ck_assert_int_eq(tu_os_threads(), base);
+    tu_assert_os_threads(base);
     sf_shutdown();
 }
 END_TEST
@@ -157,6 +157,32 @@ START_TEST(chain_then_tree)
 }
 END_TEST
 
+/* Far more threads than cores (1024 on the CI's 2; 256 under a sanitizer,
+ * which pays per thread): the pool starts whole and never grows, fib stays
+ * exact, and shutdown joins every worker. */
+START_TEST(many_more_threads_than_cores)
+{
+    int threads = TU_SANITIZED ? 256 : 1024;
+    tu_env_threads(1);
+    int before = tu_os_threads();
+    sf_config c;
+    memset(&c, 0, sizeof c);
+    c.threads = threads;
+    c.stack_size = 256 * 1024;
+    ck_assert_int_eq(sf_init(&c), 0);
+    tu_assert_os_threads(before + threads - 1);
+    sf_future *f = sf_do(tu_fib, (void *)20L);
+    ck_assert_ptr_eq(sf_get(f), (void *)tu_fib_exact(20));
+    sf_release(f);
+    tu_assert_os_threads(before + threads - 1); /* the pool never grew */
+    sf_stats s = tu_stats_quiet(); /* also: peak_busy <= workers */
+    ck_assert_int_eq(s.workers, threads - 1);
+    ck_assert_uint_eq(s.created, 1 + tu_fib_tasks(20));
+    sf_shutdown();
+    tu_assert_os_threads(before);
+}
+END_TEST
+
 static Suite *meh_suite(void)
 {
     Suite *s = suite_create("meh");
@@ -166,6 +192,7 @@ static Suite *meh_suite(void)
     tcase_add_loop_test(tc, chain_10000_deep, 0, n);
     tcase_add_loop_test(tc, tree_fanout8_depth5, 0, n);
     tcase_add_loop_test(tc, chain_then_tree, 0, n);
+    tcase_add_test(tc, many_more_threads_than_cores);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -158,6 +158,121 @@ START_TEST(shutdown_inside_task_refused)
 }
 END_TEST
 
+/*
+ * Tasks that sf_shutdown runs, and workers' last tasks, may call sf_init and
+ * sf_shutdown. Before the fix, sf_shutdown drained and joined while holding
+ * the lifecycle lock, so such a call blocked on that lock for ever: each test
+ * below hung (and fails by its timeout if that comes back).
+ */
+static const char inside_line[] = "libsf: sf_shutdown() called from inside a task; ignored\n";
+static atomic_int init_rc, init_errno, ran_on_worker, task_started, go;
+static pthread_t main_thread;
+
+/* The nested calls, with what they answered. */
+static void *call_shutdown_and_init(void *arg)
+{
+    sf_shutdown(); /* refused: one line */
+    errno = 0;
+    atomic_store(&init_rc, sf_init(NULL));
+    atomic_store(&init_errno, errno);
+    atomic_store(&ran_on_worker, !pthread_equal(pthread_self(), main_thread));
+    atomic_fetch_add(&counter, 1);
+    return arg;
+}
+
+/* What the nested calls answered, on the thread expected, and the one line
+ * on stderr (err, freed here). */
+static void check_nested_calls(char *err, int on_worker)
+{
+    ck_assert_str_eq(err, inside_line);
+    free(err);
+    ck_assert_int_eq(atomic_load(&init_rc), -1);
+    ck_assert_int_eq(atomic_load(&init_errno), EBUSY);
+    ck_assert_int_eq(atomic_load(&ran_on_worker), on_worker);
+}
+
+/* SF_THREADS=1: the task is never got, so the drain of sf_shutdown runs it,
+ * in this thread. */
+START_TEST(drained_task_calls_shutdown_and_init)
+{
+    tu_env_threads(1);
+    main_thread = pthread_self();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    ck_assert_ptr_nonnull(sf_do(call_shutdown_and_init, NULL));
+    struct tu_capture c;
+    tu_capture_begin(&c);
+    sf_shutdown();
+    check_nested_calls(tu_capture_end(&c), 0);
+    ck_assert_int_eq(atomic_load(&counter), 1);
+    /* Down for real: stats say so, and a new runtime starts. */
+    sf_stats s;
+    ck_assert_int_eq(sf_stats_read(&s), -1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_shutdown();
+}
+END_TEST
+
+/* The same from a pool worker: the task is submitted (by a get of a later
+ * task) and an idle worker takes it; this thread never gets it. */
+static void *worker_calls(void *arg)
+{
+    call_shutdown_and_init(arg);
+    atomic_store(&task_started, 1);
+    return arg;
+}
+
+START_TEST(worker_task_calls_shutdown_and_init)
+{
+    tu_env_threads(2);
+    main_thread = pthread_self();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    struct tu_capture c;
+    tu_capture_begin(&c);
+    sf_future *a = sf_do(worker_calls, NULL);
+    sf_future *b = sf_do(inc, NULL);
+    ck_assert_ptr_null(sf_get(b)); /* runs b here, submits a */
+    int seen = tu_wait_flag(&task_started, 10000);
+    char *err = tu_capture_end(&c);
+    ck_assert_msg(seen, "no worker took the submitted task in 10 s");
+    check_nested_calls(err, 1);
+    sf_release(a);
+    sf_release(b);
+    sf_shutdown();
+    ck_assert_int_eq(atomic_load(&counter), 2);
+}
+END_TEST
+
+/* A worker's task calls them while this thread is inside sf_shutdown, which
+ * waits for that very task (drain, then join). */
+static void *worker_calls_during_shutdown(void *arg)
+{
+    atomic_store(&task_started, 1);
+    tu_wait_flag(&go, 10000);
+    tu_sleep_ms(50); /* the main thread is in sf_shutdown by now */
+    return call_shutdown_and_init(arg);
+}
+
+START_TEST(worker_task_calls_them_during_shutdown)
+{
+    tu_env_threads(2);
+    main_thread = pthread_self();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    struct tu_capture c;
+    tu_capture_begin(&c);
+    ck_assert_ptr_nonnull(sf_do(worker_calls_during_shutdown, NULL));
+    sf_future *b = sf_do(inc, NULL);
+    ck_assert_ptr_null(sf_get(b));
+    sf_release(b);
+    int seen = tu_wait_flag(&task_started, 10000);
+    atomic_store(&go, 1);
+    sf_shutdown();
+    char *err = tu_capture_end(&c);
+    ck_assert_msg(seen, "no worker took the submitted task in 10 s");
+    check_nested_calls(err, 1);
+    ck_assert_int_eq(atomic_load(&counter), 2);
+}
+END_TEST
+
 /* After shutdown the runtime is down; the next sf_do starts a fresh one,
  * reading the environment again. */
 START_TEST(restart_after_shutdown)
@@ -169,7 +284,7 @@ START_TEST(restart_after_shutdown)
     sf_release(f);
     int before = tu_os_threads();
     sf_shutdown();
-    ck_assert_int_eq(tu_os_threads(), before - 1); /* the worker was joined */
+    tu_assert_os_threads(before - 1); /* the worker was joined */
     sf_stats s;
     errno = 0;
     ck_assert_int_eq(sf_stats_read(&s), -1);
@@ -186,7 +301,7 @@ START_TEST(restart_after_shutdown)
     s = tu_stats_quiet();
     ck_assert_uint_eq(s.created, 1 + tu_fib_tasks(12));
     sf_shutdown();
-    ck_assert_int_eq(tu_os_threads(), before - 1);
+    tu_assert_os_threads(before - 1);
 }
 END_TEST
 
@@ -202,6 +317,9 @@ static Suite *shutdown_suite(void)
     tcase_add_loop_test(tc, drains_tasks_of_exited_thread, 0, n);
     tcase_add_loop_test(tc, drains_with_busy_workers, 0, n);
     tcase_add_test(tc, shutdown_inside_task_refused);
+    tcase_add_test(tc, drained_task_calls_shutdown_and_init);
+    tcase_add_test(tc, worker_task_calls_shutdown_and_init);
+    tcase_add_test(tc, worker_task_calls_them_during_shutdown);
     tcase_add_test(tc, restart_after_shutdown);
     suite_add_tcase(s, tc);
     return s;

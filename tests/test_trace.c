@@ -1,130 +1,100 @@
 /*
- * test_trace.c - SF_TRACE output against docs/trace-format.md: the header,
- * well-formed lines, and at one thread the exact sequence of events.
+ * test_trace.c - SF_TRACE output, read by sftrace (tools/sftrace), the one
+ * reader of the format (runtime/trace_format.h): the test has no parser of
+ * its own. Every trace the runtime writes here must pass `sftrace --check`,
+ * which checks each line and what holds in any valid trace (tasks queued
+ * once, started at most once and finished after their start, Take/Steal
+ * followed by their FStart, gets and sleeps balanced, time monotonic per
+ * thread...). On top of that, what is particular to these programs: at one
+ * thread the exact sequence of events and Queue values (sftrace --untimed),
+ * at two threads the counts of events against sf_stats (sftrace --counts).
  */
 #include "testutil.h"
 
-#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#define HEADER "Thread\tQueue\tAsleep\tTime\tMessage..."
-#define MAXF 16
+#ifndef SFTRACE_BIN
+#error "SFTRACE_BIN, the path of the built tools/sftrace/sftrace, comes from tests/local.mk"
+#endif
 
-struct tline {
-    int thread;
-    long queue, asleep;
-    long long time_us;
-    int nf;            /* fields in all */
-    char *f[MAXF];     /* the fields */
-    char msg[256];     /* fields 5.. joined by tabs */
-    int lineno;
-};
+extern char **environ;
 
-struct trace {
-    char *text;
-    struct tline *l;
-    int n;
-};
-
-static int all_digits(const char *s)
+/*
+ * Runs `sftrace --check MODE TRACE` and returns its standard output
+ * (malloc'd). Fails the test, quoting sftrace's list of problems, unless
+ * sftrace exits 0: the trace is malformed or inconsistent. The trace file
+ * is then left in place to be read; the callers remove it once it passed.
+ */
+static char *sftrace(const char *mode, const char *trace)
 {
-    if (*s == '\0')
-        return 0;
-    for (; *s; s++)
-        if (!isdigit((unsigned char)*s))
-            return 0;
-    return 1;
+    char out[256], err[256];
+    tu_tmp_path(out, sizeof out, "sftrace-out");
+    tu_tmp_path(err, sizeof err, "sftrace-err");
+    posix_spawn_file_actions_t fa;
+    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
+    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
+                                                      0600), 0);
+    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
+                                                      0600), 0);
+    char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", (char *)mode, (char *)trace, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ck_assert_msg(rc == 0, "cannot run %s: %s", SFTRACE_BIN, strerror(rc));
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char *o = tu_read_file(out), *e = tu_read_file(err);
+    unlink(out);
+    unlink(err);
+    ck_assert_msg(o != NULL && e != NULL, "sftrace %s left no output", mode);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "sftrace --check %s %s: %s %d:\n%s", mode, trace,
+                  WIFEXITED(status) ? "exit" : "signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), e);
+    free(e);
+    return o;
 }
 
-/* Parses and checks the format of every line; fails the test on a bad one. */
-static void parse_trace(const char *path, struct trace *t)
+/* Whether text (sftrace's output) has line as one of its lines. */
+static int has_line(const char *text, const char *line)
 {
-    t->text = tu_read_file(path);
-    unlink(path); /* read once; gone even if a check below fails */
-    ck_assert_msg(t->text != NULL, "no trace file %s", path);
-    size_t nl = tu_count_lines(t->text);
-    ck_assert_msg(t->text[0] != '\0' && t->text[strlen(t->text) - 1] == '\n',
-                  "trace is empty or its last line is unterminated");
-    t->l = calloc(nl, sizeof *t->l);
-    ck_assert_ptr_nonnull(t->l);
-    t->n = 0;
-    char *save = NULL;
-    int lineno = 0;
-    for (char *line = strtok_r(t->text, "\n", &save); line != NULL;
-         line = strtok_r(NULL, "\n", &save)) {
-        lineno++;
-        if (lineno == 1) {
-            ck_assert_msg(strcmp(line, HEADER) == 0, "first line is not the header: \"%s\"", line);
-            continue;
-        }
-        ck_assert_msg(strcmp(line, HEADER) != 0, "line %d: a second header", lineno);
-        struct tline *x = &t->l[t->n++];
-        x->lineno = lineno;
-        x->nf = 0;
-        char *p = line;
-        for (;;) {
-            ck_assert_msg(x->nf < MAXF, "line %d: too many fields", lineno);
-            x->f[x->nf++] = p;
-            char *tab = strchr(p, '\t');
-            if (tab == NULL)
-                break;
-            *tab = '\0';
-            p = tab + 1;
-        }
-        ck_assert_msg(x->nf >= 5, "line %d: %d fields, want >= 5", lineno, x->nf);
-        for (int i = 0; i < 3; i++)
-            ck_assert_msg(all_digits(x->f[i]), "line %d: field %d \"%s\" is not a non-negative "
-                          "integer", lineno, i + 1, x->f[i]);
-        const char *dot = strchr(x->f[3], '.');
-        ck_assert_msg(dot != NULL && dot != x->f[3] && strlen(dot + 1) == 3,
-                      "line %d: time \"%s\" does not have 3 decimals", lineno, x->f[3]);
-        char ipart[32];
-        ck_assert_uint_lt((size_t)(dot - x->f[3]), sizeof ipart);
-        memcpy(ipart, x->f[3], (size_t)(dot - x->f[3]));
-        ipart[dot - x->f[3]] = '\0';
-        ck_assert_msg(all_digits(ipart) && all_digits(dot + 1), "line %d: time \"%s\" is not a "
-                      "decimal number", lineno, x->f[3]);
-        x->thread = atoi(x->f[0]);
-        x->queue = atol(x->f[1]);
-        x->asleep = atol(x->f[2]);
-        x->time_us = atoll(ipart) * 1000 + atoll(dot + 1);
-        x->msg[0] = '\0';
-        for (int i = 4; i < x->nf; i++) {
-            if (i > 4)
-                strncat(x->msg, "\t", sizeof x->msg - strlen(x->msg) - 1);
-            strncat(x->msg, x->f[i], sizeof x->msg - strlen(x->msg) - 1);
-        }
-        ck_assert_msg(x->f[4][0] != '\0', "line %d: empty event name", lineno);
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)) != NULL; p++)
+        if ((p == text || p[-1] == '\n') && p[n] == '\n')
+            return 1;
+    return 0;
+}
+
+/*
+ * Sums the counts of `sftrace --counts` lines ("thread<TAB>event<TAB>how
+ * <TAB>count") of thread (-1: any), event (NULL: any) and how (NULL: any).
+ */
+static uint64_t count(const char *counts, int thread, const char *event, const char *how)
+{
+    uint64_t sum = 0;
+    char line[256];
+    for (const char *p = counts; *p != '\0';) {
+        size_t n = strcspn(p, "\n");
+        ck_assert_uint_lt(n, sizeof line);
+        memcpy(line, p, n);
+        line[n] = '\0';
+        p += n + (p[n] == '\n');
+        char *save = NULL;
+        char *th = strtok_r(line, "\t", &save), *ev = strtok_r(NULL, "\t", &save);
+        char *hw = strtok_r(NULL, "\t", &save), *c = strtok_r(NULL, "\t", &save);
+        ck_assert_msg(c != NULL, "sftrace --counts line \"%s\" has not 4 columns", line);
+        if ((thread < 0 || atoi(th) == thread) && (event == NULL || strcmp(ev, event) == 0) &&
+            (how == NULL || strcmp(hw, how) == 0))
+            sum += strtoull(c, NULL, 10);
     }
-    ck_assert_int_ge(lineno, 1);
-    /* Time never goes back within one thread. */
-    for (int i = 0; i < t->n; i++)
-        for (int j = i + 1; j < t->n; j++)
-            if (t->l[j].thread == t->l[i].thread) {
-                ck_assert_msg(t->l[j].time_us >= t->l[i].time_us,
-                              "thread %d: time goes back from line %d to line %d",
-                              t->l[i].thread, t->l[i].lineno, t->l[j].lineno);
-                break;
-            }
-}
-
-static void free_trace(struct trace *t)
-{
-    free(t->l);
-    free(t->text);
-}
-
-static int count_event(const struct trace *t, int thread, const char *name)
-{
-    int n = 0;
-    for (int i = 0; i < t->n; i++)
-        if ((thread < 0 || t->l[i].thread == thread) && strcmp(t->l[i].f[4], name) == 0)
-            n++;
-    return n;
+    return sum;
 }
 
 static atomic_int ran_a, ran_b, ran_c, ran_d;
@@ -169,22 +139,29 @@ static const struct expect expected[] = {
     {0, "Shutdown\tdrained=1"},
 };
 
-/* Every line is thread 0's, with the expected event, Queue and Asleep 0. */
-static void check_sequence(const struct trace *t, const struct expect *exp, int n)
+/*
+ * The trace passes sftrace --check, and its events, in order, are exp: each
+ * on thread 0 with the expected Queue and Asleep 0. sftrace --untimed prints
+ * a header, then "Thread<TAB>Queue<TAB>Asleep<TAB>event..." per line.
+ */
+static void check_sequence(const char *trace, const struct expect *exp, int n)
 {
-    for (int i = 0; i < t->n && i < n; i++) {
-        ck_assert_msg(t->l[i].thread == 0, "line %d: thread %d at SF_THREADS=1", t->l[i].lineno,
-                      t->l[i].thread);
-        ck_assert_msg(strcmp(t->l[i].msg, exp[i].msg) == 0,
-                      "event %d (line %d): \"%s\", want \"%s\"", i + 1, t->l[i].lineno,
-                      t->l[i].msg, exp[i].msg);
-        ck_assert_msg(t->l[i].queue == exp[i].queue,
-                      "event %d (line %d, %s): Queue %ld, want %ld", i + 1, t->l[i].lineno,
-                      t->l[i].msg, t->l[i].queue, exp[i].queue);
-        ck_assert_msg(t->l[i].asleep == 0, "line %d: Asleep %ld, want 0", t->l[i].lineno,
-                      t->l[i].asleep);
+    char *got = sftrace("--untimed", trace);
+    const char *p = strchr(got, '\n'); /* past the header */
+    ck_assert_ptr_nonnull(p);
+    p++;
+    for (int i = 0; i < n; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "0\t%ld\t0\t%s", exp[i].queue, exp[i].msg);
+        size_t len = strcspn(p, "\n");
+        ck_assert_msg(len > 0, "%d events, want %d", i, n);
+        ck_assert_msg(len == strlen(want) && memcmp(p, want, len) == 0,
+                      "event %d: \"%.*s\", want \"%s\" (Thread, Queue, Asleep, event)", i + 1,
+                      (int)len, p, want);
+        p += len + 1;
     }
-    ck_assert_msg(t->n == n, "%d events, want %d", t->n, n);
+    ck_assert_msg(*p == '\0', "more than %d events: then \"%.*s\"", n, (int)strcspn(p, "\n"), p);
+    free(got);
 }
 
 START_TEST(one_thread_exact_sequence)
@@ -212,14 +189,11 @@ START_TEST(one_thread_exact_sequence)
     char *err = tu_capture_end(&c);
     ck_assert_str_eq(err, ""); /* the trace went to the file only */
     free(err);
-    struct trace t;
-    parse_trace(path, &t);
     ck_assert_int_eq(atomic_load(&ran_a), 1);
     ck_assert_int_eq(atomic_load(&ran_b), 1);
     ck_assert_int_eq(atomic_load(&ran_c), 0);
     ck_assert_int_eq(atomic_load(&ran_d), 1);
-    check_sequence(&t, expected, (int)(sizeof expected / sizeof expected[0]));
-    free_trace(&t);
+    check_sequence(path, expected, (int)(sizeof expected / sizeof expected[0]));
     unlink(path);
 }
 END_TEST
@@ -243,8 +217,6 @@ START_TEST(trace_to_stderr)
     ck_assert_ptr_nonnull(fp);
     fputs(err, fp);
     fclose(fp);
-    struct trace t;
-    parse_trace(path, &t);
     static const struct expect exp[] = {
         {0, "Init\tthreads=1\tworkers=0"},
         {1, "Do\t0.0"},
@@ -255,15 +227,17 @@ START_TEST(trace_to_stderr)
         {0, "GDone\t0.0"},
         {0, "Shutdown\tdrained=0"},
     };
-    check_sequence(&t, exp, (int)(sizeof exp / sizeof exp[0]));
-    free_trace(&t);
+    check_sequence(path, exp, (int)(sizeof exp / sizeof exp[0]));
     free(err);
     unlink(path);
 }
 END_TEST
 
-/* Two threads, fib(15): every line well-formed; every task starts and ends
- * exactly once; the counts agree with sf_stats. */
+/*
+ * Two threads, fib(15): the trace passes sftrace --check; every task is
+ * queued, started and finished once; only threads 0 and 1 log; the tasks
+ * run by how are what sf_stats counts.
+ */
 START_TEST(two_threads_fib15)
 {
     char path[256];
@@ -279,100 +253,32 @@ START_TEST(two_threads_fib15)
     uint64_t tasks = 1 + tu_fib_tasks(15);
     ck_assert_uint_eq(s.created, tasks);
     sf_shutdown();
-    struct trace t;
-    parse_trace(path, &t);
     ck_assert_uint_eq(s.discarded, 0);
-    ck_assert_int_eq(count_event(&t, -1, "Init"), 1);
-    ck_assert_int_eq(count_event(&t, -1, "Shutdown"), 1);
-    ck_assert_int_eq(count_event(&t, -1, "Do"), (int)tasks);
-    ck_assert_int_eq(count_event(&t, -1, "FStart"), (int)tasks);
-    ck_assert_int_eq(count_event(&t, -1, "FDone"), (int)tasks);
-    ck_assert_int_eq(count_event(&t, -1, "Discard"), 0);
 
-    int first0 = -1, last0 = -1;
-    long seq[2] = {0, 0};
-    int how_inline = 0, how_pool = 0, how_steal = 0, how_drain = 0;
-    /* started[T][N]: task T.N had an FStart (thread ids 0 and 1 only). */
-    static unsigned char started[2][4096], done[2][4096];
-    for (int i = 0; i < t.n; i++) {
-        struct tline *x = &t.l[i];
-        ck_assert_msg(x->thread == 0 || x->thread == 1, "line %d: thread %d at SF_THREADS=2",
-                      x->lineno, x->thread);
-        ck_assert_msg(x->asleep <= 2, "line %d: Asleep %ld", x->lineno, x->asleep);
-        ck_assert_msg((uint64_t)x->queue <= tasks, "line %d: Queue %ld", x->lineno, x->queue);
-        if (x->thread == 0) {
-            if (first0 < 0)
-                first0 = i;
-            last0 = i;
-        }
-        const char *ev = x->f[4];
-        if (strcmp(ev, "Do") == 0) {
-            /* Tasks are named T.N: T the queuing thread, N its sf_do count. */
-            char want[32];
-            snprintf(want, sizeof want, "%d.%ld", x->thread, seq[x->thread]++);
-            ck_assert_msg(x->nf == 6 && strcmp(x->f[5], want) == 0,
-                          "line %d: Do %s, want Do %s", x->lineno, x->nf > 5 ? x->f[5] : "",
-                          want);
-        } else if (strcmp(ev, "FStart") == 0 || strcmp(ev, "FDone") == 0) {
-            int is_start = ev[1] == 'S';
-            ck_assert_msg(x->nf == (is_start ? 7 : 6), "line %d: %d fields", x->lineno, x->nf);
-            int tt = -1, nn = -1;
-            ck_assert_msg(sscanf(x->f[5], "%d.%d", &tt, &nn) == 2 && tt >= 0 && tt <= 1 &&
-                              nn >= 0 && nn < 4096,
-                          "line %d: bad task name %s", x->lineno, x->f[5]);
-            if (is_start) {
-                ck_assert_msg(!started[tt][nn], "line %d: task %s started twice", x->lineno,
-                              x->f[5]);
-                started[tt][nn] = 1;
-                const char *how = x->f[6];
-                if (strcmp(how, "inline") == 0)
-                    how_inline++;
-                else if (strcmp(how, "pool") == 0)
-                    how_pool++;
-                else if (strcmp(how, "steal") == 0)
-                    how_steal++;
-                else if (strcmp(how, "drain") == 0)
-                    how_drain++;
-                else
-                    ck_abort_msg("line %d: FStart how \"%s\"", x->lineno, how);
-            } else {
-                ck_assert_msg(started[tt][nn] && !done[tt][nn],
-                              "line %d: FDone of %s without one FStart before it", x->lineno,
-                              x->f[5]);
-                done[tt][nn] = 1;
-            }
-        } else if (strcmp(ev, "Take") == 0 || strcmp(ev, "Steal") == 0) {
-            ck_assert_msg(x->nf == 7, "line %d: %d fields", x->lineno, x->nf);
-            /* The next line of this thread starts that task, pool or steal. */
-            int j = i + 1;
-            while (j < t.n && t.l[j].thread != x->thread)
-                j++;
-            ck_assert_msg(j < t.n && strcmp(t.l[j].f[4], "FStart") == 0 &&
-                              strcmp(t.l[j].f[5], x->f[5]) == 0 &&
-                              strcmp(t.l[j].f[6], ev[0] == 'T' ? "pool" : "steal") == 0,
-                          "line %d: %s %s not followed by its FStart", x->lineno, ev, x->f[5]);
-            /* From the queue of the thread that queued it. */
-            char from[16];
-            snprintf(from, sizeof from, "%d", atoi(x->f[5]));
-            ck_assert_msg(strcmp(x->f[6], from) == 0, "line %d: %s %s from %s", x->lineno, ev,
-                          x->f[5], x->f[6]);
-        }
-    }
-    ck_assert_int_ge(first0, 0);
-    ck_assert_str_eq(t.l[first0].msg, "Init\tthreads=2\tworkers=1");
-    ck_assert_str_eq(t.l[last0].msg, "Shutdown\tdrained=0");
-    ck_assert_uint_eq((uint64_t)(seq[0] + seq[1]), tasks);
-    ck_assert_uint_eq((uint64_t)how_inline, s.run_inline);
-    ck_assert_uint_eq((uint64_t)how_pool, s.run_pool);
-    ck_assert_uint_eq((uint64_t)how_steal, s.run_stolen);
-    ck_assert_int_eq(how_drain, 0);
-    ck_assert_int_eq(count_event(&t, -1, "Take"), (int)s.run_pool);
-    ck_assert_int_eq(count_event(&t, -1, "Steal"), (int)s.run_stolen);
-    for (int th = 0; th < 2; th++) {
-        ck_assert_int_eq(count_event(&t, th, "GStart"), count_event(&t, th, "GDone"));
-        ck_assert_int_eq(count_event(&t, th, "Sleep"), count_event(&t, th, "Wake"));
-    }
-    free_trace(&t);
+    char *c = sftrace("--counts", path);
+    ck_assert_uint_eq(count(c, -1, NULL, NULL), count(c, 0, NULL, NULL) + count(c, 1, NULL, NULL));
+    ck_assert_uint_eq(count(c, 0, "Init", NULL), 1);
+    ck_assert_uint_eq(count(c, -1, "Init", NULL), 1);
+    ck_assert_uint_eq(count(c, 0, "Shutdown", NULL), 1);
+    ck_assert_uint_eq(count(c, -1, "Shutdown", NULL), 1);
+    ck_assert_uint_eq(count(c, -1, "Do", NULL), tasks);
+    ck_assert_uint_eq(count(c, -1, "FStart", NULL), tasks);
+    ck_assert_uint_eq(count(c, -1, "FDone", NULL), tasks);
+    ck_assert_uint_eq(count(c, -1, "Discard", NULL), 0);
+    ck_assert_uint_eq(count(c, -1, "FStart", "inline"), s.run_inline);
+    ck_assert_uint_eq(count(c, -1, "FStart", "pool"), s.run_pool);
+    ck_assert_uint_eq(count(c, -1, "FStart", "steal"), s.run_stolen);
+    ck_assert_uint_eq(count(c, -1, "FStart", "drain"), 0);
+    ck_assert_uint_eq(count(c, -1, "Take", NULL), s.run_pool);
+    ck_assert_uint_eq(count(c, -1, "Steal", NULL), s.run_stolen);
+    free(c);
+
+    /* Init and Shutdown are the first and last events (--check), on
+     * thread 0 (above), with these arguments. */
+    char *u = sftrace("--untimed", path);
+    ck_assert_msg(has_line(u, "0\t0\t0\tInit\tthreads=2\tworkers=1"), "no Init threads=2 workers=1");
+    ck_assert_msg(has_line(u, "0\t0\t0\tShutdown\tdrained=0"), "no Shutdown drained=0");
+    free(u);
     unlink(path);
 }
 END_TEST

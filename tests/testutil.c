@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -214,19 +215,14 @@ int tu_threads_contains(pthread_t t)
     return found;
 }
 
-static void *noop_thread(void *arg) { return arg; }
-
-int tu_os_threads(void)
+static void *tid_thread(void *arg)
 {
-    /* Sanitizer runtimes start a helper thread of their own at the first
-     * pthread_create: make that happen before anything is counted. */
-    static int warmed;
-    if (!warmed) {
-        warmed = 1;
-        pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, noop_thread, NULL), 0);
-        ck_assert_int_eq(pthread_join(t, NULL), 0);
-    }
+    *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+    return NULL;
+}
+
+static int count_tasks(void)
+{
     DIR *d = opendir("/proc/self/task");
     ck_assert_ptr_nonnull(d);
     int n = 0;
@@ -235,6 +231,51 @@ int tu_os_threads(void)
         if (e->d_name[0] != '.')
             n++;
     closedir(d);
+    return n;
+}
+
+/* pthread_join returns when the kernel clears the thread's tid word, which
+ * is before the thread leaves the thread group: for a moment after a join,
+ * /proc/self/task still lists it. Counts are therefore taken only once the
+ * joined thread is gone (warm-up) or polled until they settle. */
+int tu_os_threads(void)
+{
+    /* Sanitizer runtimes start a helper thread of their own at the first
+     * pthread_create: make that happen before anything is counted, and wait
+     * until the warm-up thread itself has left /proc/self/task. */
+    static int warmed;
+    if (!warmed) {
+        warmed = 1;
+        pthread_t t;
+        pid_t tid = 0;
+        ck_assert_int_eq(pthread_create(&t, NULL, tid_thread, &tid), 0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d", (int)tid);
+        for (int i = 0; i < 10000 && tu_file_exists(path); i++)
+            tu_sleep_ms(1);
+        ck_assert_msg(!tu_file_exists(path), "joined thread %d never left", (int)tid);
+    }
+    /* A count is taken when three reads 2 ms apart agree: threads joined
+     * just before leave within microseconds, even on a loaded machine. */
+    int n = count_tasks();
+    for (int same = 0, i = 0; same < 2 && i < 5000; i++) {
+        tu_sleep_ms(2);
+        int m = count_tasks();
+        same = m == n ? same + 1 : 0;
+        n = m;
+    }
+    return n;
+}
+
+int tu_os_threads_expect(int expected)
+{
+    (void)tu_os_threads(); /* the warm-up, once */
+    int n = count_tasks();
+    for (int i = 0; n != expected && i < 10000; i++) {
+        tu_sleep_ms(1);
+        n = count_tasks();
+    }
     return n;
 }
 

@@ -61,8 +61,16 @@ void tu_threads_reset(void);
 void tu_threads_note(void);
 int tu_threads_count(void);
 int tu_threads_contains(pthread_t t);
-/* Threads of this process (entries of /proc/self/task). */
+/* Threads of this process (entries of /proc/self/task), read once the count
+ * has settled: a thread that was just joined is still listed for a moment. */
 int tu_os_threads(void);
+/* Polls the count (up to 10 s) until it is `expected`; returns the last. */
+int tu_os_threads_expect(int expected);
+#define tu_assert_os_threads(n)                                                \
+    do {                                                                       \
+        int tu_n_ = (n);                                                       \
+        ck_assert_int_eq(tu_os_threads_expect(tu_n_), tu_n_);                  \
+    } while (0)
 
 /* Runs fn(arg) on a new pthread with the given stack size, joins it and
  * returns fn's value. */
@@ -82,12 +90,16 @@ sf_stats tu_stats_quiet(void);
  * created == run_inline + run_pool + run_stolen + discarded + pending. */
 sf_stats tu_stats_pending(uint64_t pending);
 
-/* A main() for a test program made of one suite. */
+/* A main() for a test program made of one suite. It reports in TAP on
+ * stdout, one line per test case, for automake's TAP driver (Makefile.am),
+ * which counts failed cases; a program that dies before printing its plan
+ * is an error there. The exit status is that of the run as a whole. */
 #define TU_MAIN(suite_fn)                                                        \
     int main(void)                                                             \
     {                                                                          \
         SRunner *sr = srunner_create(suite_fn());                              \
-        srunner_run_all(sr, CK_NORMAL);                                        \
+        srunner_set_tap(sr, "-");                                              \
+        srunner_run_all(sr, CK_SILENT);                                        \
         int failed = srunner_ntests_failed(sr);                                \
         srunner_free(sr);                                                      \
         return failed == 0 ? 0 : 1;                                            \

@@ -7,12 +7,24 @@
 # refuses '+=' on a variable nobody set. Anything else installed as a program
 # must be added here with '+=' after this line.
 bin_PROGRAMS = tools/sftrace/sftrace
-tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c
+# sftrace takes the trace format from the runtime's trace_format.h, a
+# freestanding header of macros (no libsf code, nothing to link); it is
+# listed in SOURCES so that `make dist` ships it with sftrace.
+tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h
+tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
 
 # The test compares sftrace's output on a hand-written trace with the output
-# worked out by hand; test.sh finds its data through $srcdir (VPATH builds).
+# worked out by hand, and docs/trace-format.md's tables with sftrace --events;
+# test.sh finds its data through $srcdir (VPATH builds).
 TESTS += tools/sftrace/test.sh
 EXTRA_DIST += \
 	tools/sftrace/test.sh \
 	tools/sftrace/sample.trace \
-	tools/sftrace/sample.expected
+	tools/sftrace/sample.expected \
+	tools/sftrace/sample.counts \
+	docs/trace-format.md
+
+# The layering of runtime/ (ARCHITECTURE.md's table), proved on the objects
+# just built: no include and no call goes to a higher layer.
+TESTS += tools/check-layers
+EXTRA_DIST += tools/check-layers

@@ -6,19 +6,28 @@
  * sftrace checks every line against the format, sorts the lines by time and
  * prints one of:
  *
- *   (default)   a summary: per thread, the tasks it ran by how, the time it
- *               spent running tasks, its steals, sleeps and idle time;
+ *   --summary   (the default) per thread, the tasks it ran by how, the time
+ *               it spent running tasks, its steals, sleeps and idle time;
  *   --sorted    the trace itself, sorted by time;
+ *   --untimed   the same without the Time column, to compare runs;
+ *   --counts    how many times each thread logged each event, by how;
  *   --timeline  a coarse text timeline, one row per thread.
  *
  * It also cross-checks the events against each other (every task queued once
  * and run at most once, FStart/FDone nested per thread, a Take followed by
  * the FStart it promised, ...). By default an inconsistent trace only gets a
  * one-line warning; --check lists every problem and exits 1, which is how the
- * runtime's trace is tested.
+ * runtime's trace is tested (tests/test_trace.c).
  *
- * Plain C11 and the standard library only, so it builds anywhere the trace
- * might be read, not just where libsf runs.
+ * The format itself - the header, the events, their argument kinds, the
+ * hows - comes from runtime/trace_format.h, the header the runtime writes
+ * from; sftrace keeps no list of its own. --events prints that table as the
+ * Markdown of docs/trace-format.md, and tools/sftrace/test.sh checks that
+ * the docs hold it unchanged. What sftrace adds is one handler per event
+ * (on_<ID>), which knows what the event means for the checks and the summary.
+ *
+ * Plain C11 and the standard library only (trace_format.h is macros), so it
+ * builds anywhere the trace might be read, not just where libsf runs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER "Thread\tQueue\tAsleep\tTime\tMessage..."
+#include "trace_format.h"
 
 /* Task names are packed into one 64-bit key: thread in the top bits, sequence
  * number in the low ones. The limits are far beyond any real trace. */
@@ -43,57 +52,83 @@
 #define MAX_PROBLEMS_SHOWN 100 /* consistency problems listed by --check */
 #define DEFAULT_WIDTH 72       /* timeline columns */
 #define NONE UINT32_MAX        /* "no record" in 32-bit record indices */
+/* Arguments a record keeps; an event with more in trace_format.h stops
+ * sftrace at start-up (parse_specs) rather than being misread. */
+#define REC_ARGS 2
+/* The column of an event's first argument, after the fixed ones and the name. */
+#define FIRST_ARG (SF_TRACE_FIXED_COLUMNS + 1)
+/* Columns split out of a line; more is "too many columns". Above every
+ * event's count, so that one argument too many gets the clearer message. */
+#define MAX_COLUMNS 8
+_Static_assert(FIRST_ARG + REC_ARGS < MAX_COLUMNS, "MAX_COLUMNS too small");
 
+/* Event and how ids come from trace_format.h, in its order. */
 enum event {
-    EV_INIT, EV_DO, EV_GSTART, EV_GET, EV_SUBMIT_ALL, EV_TAKE, EV_STEAL,
-    EV_FSTART, EV_FDONE, EV_NON_PENDING, EV_SLEEP, EV_WAKE, EV_GDONE,
-    EV_DISCARD, EV_IDLE, EV_SHUTDOWN, EV_COUNT
+#define X(id, name, spec, meaning) EV_##id,
+    SF_TRACE_EVENTS(X)
+#undef X
+    EV_COUNT
 };
 
-enum arg_kind { A_TASK, A_THREAD, A_COUNT, A_HOW, A_THREADS, A_WORKERS, A_DRAINED };
+enum how {
+#define X(id, name, meaning) HOW_##id,
+    SF_TRACE_HOWS(X)
+#undef X
+    HOW_COUNT
+};
 
-static const struct {
-    const char *name;
+static const char *const how_names[HOW_COUNT] = {
+#define X(id, name, meaning) [HOW_##id] = name,
+    SF_TRACE_HOWS(X)
+#undef X
+};
+
+static const char *const how_meanings[HOW_COUNT] = {
+#define X(id, name, meaning) [HOW_##id] = meaning,
+    SF_TRACE_HOWS(X)
+#undef X
+};
+
+/* The argument kinds of trace_format.h's top comment. */
+enum kind { K_TASK, K_THREAD, K_COUNT, K_HOW, K_KEY };
+
+struct arg_spec {
+    enum kind kind;
+    char key[24]; /* K_KEY: the literal before the count, '=' included */
+};
+
+/* One event: name, spec and meaning from trace_format.h; the rest is the
+ * spec parsed once by parse_specs(). */
+static struct event_info {
+    const char *name, *spec, *meaning;
     int nargs;
-    enum arg_kind arg[2];
-    const char *args; /* for messages */
+    struct arg_spec arg[REC_ARGS];
+    int task_at;   /* index of the task argument, -1 if none */
+    char args[64]; /* the arguments for people: "task, how" */
 } events[EV_COUNT] = {
-    [EV_INIT] = {"Init", 2, {A_THREADS, A_WORKERS}, "threads=N workers=W"},
-    [EV_DO] = {"Do", 1, {A_TASK}, "task"},
-    [EV_GSTART] = {"GStart", 1, {A_TASK}, "task"},
-    [EV_GET] = {"Get", 1, {A_TASK}, "task"},
-    [EV_SUBMIT_ALL] = {"Submit All", 1, {A_COUNT}, "n"},
-    [EV_TAKE] = {"Take", 2, {A_TASK, A_THREAD}, "task, from-thread"},
-    [EV_STEAL] = {"Steal", 2, {A_TASK, A_THREAD}, "task, from-thread"},
-    [EV_FSTART] = {"FStart", 2, {A_TASK, A_HOW}, "task, how"},
-    [EV_FDONE] = {"FDone", 1, {A_TASK}, "task"},
-    [EV_NON_PENDING] = {"Non Pending", 1, {A_TASK}, "task"},
-    [EV_SLEEP] = {"Sleep", 1, {A_TASK}, "task"},
-    [EV_WAKE] = {"Wake", 1, {A_TASK}, "task"},
-    [EV_GDONE] = {"GDone", 1, {A_TASK}, "task"},
-    [EV_DISCARD] = {"Discard", 1, {A_TASK}, "task"},
-    [EV_IDLE] = {"Idle", 0, {A_TASK}, ""},
-    [EV_SHUTDOWN] = {"Shutdown", 1, {A_DRAINED}, "drained=N"},
+#define X(id, nm, sp, mn) [EV_##id] = {.name = nm, .spec = sp, .meaning = mn, .task_at = -1},
+    SF_TRACE_EVENTS(X)
+#undef X
 };
 
-enum how { HOW_INLINE, HOW_POOL, HOW_STEAL, HOW_DRAIN, HOW_COUNT };
-static const char *const how_names[HOW_COUNT] = {"inline", "pool", "steal", "drain"};
+static char how_list[64]; /* "inline, pool, steal or drain", for messages */
+
+/* struct rec keeps the event id in a byte */
+_Static_assert(EV_COUNT <= 256, "too many events for struct rec");
 
 /* One trace line after validation; the raw text stays in in_buf for
  * --sorted. Kept small: a fib(30) trace has ten million of them. */
 struct rec {
     int64_t time; /* microseconds since the runtime started */
-    union {
-        uint64_t task;    /* key, for events that name a task */
-        uint64_t workers; /* Init's workers=: Init names no task */
-    };
-    uint64_t num; /* from-thread, n, threads=, drained= */
+    /* the arguments in spec order: a task as its key, a how as its id,
+     * the others as numbers (task_of, arg_of and key_of read them) */
+    uint64_t arg[REC_ARGS];
     size_t off;
     uint32_t len;  /* a valid line is short */
     uint32_t line;
     uint32_t queue, asleep; /* saturated: only compared with 0 and printed */
     uint16_t thread;
-    uint8_t ev, how;
+    uint8_t ev;
 };
 
 /* What the trace says about one task, as indices into recs (NONE: absent). */
@@ -142,6 +177,7 @@ static size_t nrecs, recs_cap;
 static uint32_t *order; /* recs by time, ties in file order */
 static struct thr *thrs;
 static size_t nthrs; /* highest thread id + 1 */
+static size_t ndo, nthreads_traced; /* Do lines and thread ids in the whole trace */
 static struct task *tasks;
 static size_t tasks_mask;
 static struct problem *problems;
@@ -153,7 +189,7 @@ static int64_t t_begin, t_end;
 static int width = DEFAULT_WIDTH;
 static int want_timeline;
 
-static void die(const char *fmt, ...)
+_Noreturn static void die(const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "%s: ", prog);
@@ -192,6 +228,105 @@ static void vec_push(struct vec *s, uint32_t x)
 static uint32_t vec_top(const struct vec *s)
 {
     return s->n ? s->v[s->n - 1] : NONE;
+}
+
+/* ---- the format, from trace_format.h ----------------------------------- */
+
+/* Appends sep and item to the string in buf (size bytes). */
+static void list_add(char *buf, size_t size, const char *sep, const char *item)
+{
+    size_t len = strlen(buf);
+    int w = snprintf(buf + len, size - len, "%s%s", sep, item);
+    if (w < 0 || (size_t)w >= size - len)
+        die("internal error: the list for '%s' is too long", item);
+}
+
+/* Parses every event's argument spec (the kinds listed at the top of
+ * trace_format.h) into events[], once, before any trace is read. A spec
+ * sftrace does not understand is a bug in sftrace or the header: stop. */
+static void parse_specs(void)
+{
+    for (int h = 0; h < HOW_COUNT; h++)
+        list_add(how_list, sizeof how_list, h == 0 ? "" : h == HOW_COUNT - 1 ? " or " : ", ",
+                 how_names[h]);
+    for (int ev = 0; ev < EV_COUNT; ev++) {
+        struct event_info *e = &events[ev];
+        const char *p = e->spec;
+        char tok[32];
+        int n = 0;
+        while (*p) {
+            size_t len = strcspn(p, " ");
+            if (len == 0 || len >= sizeof tok || n == REC_ARGS)
+                die("internal error: %s: cannot use the spec '%s' (at most %d arguments)",
+                    e->name, e->spec, REC_ARGS);
+            memcpy(tok, p, len);
+            tok[len] = '\0';
+            p += len + (p[len] == ' ');
+            struct arg_spec *as = &e->arg[n];
+            const char *eq = strchr(tok, '=');
+            if (strcmp(tok, "task") == 0) {
+                if (e->task_at >= 0)
+                    die("internal error: %s names two tasks ('%s')", e->name, e->spec);
+                as->kind = K_TASK;
+                e->task_at = n;
+            } else if (strcmp(tok, "thread") == 0) {
+                as->kind = K_THREAD;
+            } else if (strcmp(tok, "count") == 0) {
+                as->kind = K_COUNT;
+            } else if (strcmp(tok, "how") == 0) {
+                as->kind = K_HOW;
+            } else if (eq && eq > tok && strcmp(eq, "=count") == 0 &&
+                       (size_t)(eq - tok) + 1 < sizeof as->key) {
+                as->kind = K_KEY;
+                memcpy(as->key, tok, (size_t)(eq - tok) + 1);
+                as->key[eq - tok + 1] = '\0';
+            } else {
+                die("internal error: %s: unknown argument kind '%s' in '%s'", e->name, tok,
+                    e->spec);
+            }
+            /* for messages and --events: the spec's words, comma-separated */
+            list_add(e->args, sizeof e->args, n == 0 ? "" : ", ", tok);
+            n++;
+        }
+        e->nargs = n;
+    }
+}
+
+/* The arguments of a record. Handlers name what they read by kind (or key),
+ * not by position, so a reordered spec in the header cannot be misread; an
+ * argument the event lacks is a bug in sftrace: stop. */
+/* Only for an event that names a task (task_at >= 0). */
+static uint64_t task_of(const struct rec *r)
+{
+    return r->arg[events[r->ev].task_at];
+}
+
+/* The index of event ev's first argument of kind k, -1 if it has none. */
+static int arg_index(int ev, enum kind k)
+{
+    for (int a = 0; a < events[ev].nargs; a++)
+        if (events[ev].arg[a].kind == k)
+            return a;
+    return -1;
+}
+
+static uint64_t arg_of(const struct rec *r, enum kind k)
+{
+    int a = arg_index(r->ev, k);
+    if (a < 0)
+        die("internal error: %s has no argument of kind %d", events[r->ev].name, (int)k);
+    return r->arg[a];
+}
+
+static uint64_t key_of(const struct rec *r, const char *key)
+{
+    const struct event_info *e = &events[r->ev];
+    size_t kn = strlen(key);
+    for (int a = 0; a < e->nargs; a++)
+        if (e->arg[a].kind == K_KEY && strncmp(e->arg[a].key, key, kn) == 0 &&
+            e->arg[a].key[kn] == '=')
+            return r->arg[a];
+    die("internal error: %s has no %s= argument", e->name, key);
 }
 
 /* ---- reading and validating ------------------------------------------- */
@@ -282,25 +417,58 @@ static int parse_task(const char *s, size_t n, uint64_t *key)
     return 0;
 }
 
-static int parse_kv(const char *s, size_t n, const char *k, uint64_t max, uint64_t *v)
-{
-    size_t kn = strlen(k);
-    if (n <= kn || memcmp(s, k, kn) != 0)
-        return -1;
-    return parse_uint(s + kn, n - kn, max, v);
-}
-
 static void task_name(uint64_t key, char *buf, size_t size)
 {
     snprintf(buf, size, "%" PRIu64 ".%" PRIu64, key >> SEQ_BITS, key & MAX_SEQ);
+}
+
+/* Parses column s (n bytes), argument as of event ev, into *v; on error
+ * reports it and returns -1. */
+static int parse_arg(size_t line, int ev, const struct arg_spec *as, const char *s, size_t n,
+                     uint64_t *v)
+{
+    const char *name = events[ev].name;
+    switch (as->kind) {
+    case K_TASK:
+        if (parse_task(s, n, v) == 0)
+            return 0;
+        syntax_error(line, "%s: '%.*s' is not a task name (thread.sequence)", name, (int)n, s);
+        return -1;
+    case K_THREAD:
+        if (parse_uint(s, n, MAX_THREAD_ID, v) == 0)
+            return 0;
+        syntax_error(line, "%s: '%.*s' is not a thread id", name, (int)n, s);
+        return -1;
+    case K_COUNT:
+        if (parse_uint(s, n, MAX_COUNT, v) == 0)
+            return 0;
+        syntax_error(line, "%s: '%.*s' is not a count", name, (int)n, s);
+        return -1;
+    case K_HOW:
+        for (int h = 0; h < HOW_COUNT; h++)
+            if (strlen(how_names[h]) == n && memcmp(how_names[h], s, n) == 0) {
+                *v = (uint64_t)h;
+                return 0;
+            }
+        syntax_error(line, "%s: how '%.*s' is not %s", name, (int)n, s, how_list);
+        return -1;
+    case K_KEY: {
+        size_t kn = strlen(as->key);
+        if (n > kn && memcmp(s, as->key, kn) == 0 && parse_uint(s + kn, n - kn, MAX_COUNT, v) == 0)
+            return 0;
+        syntax_error(line, "%s: '%.*s' is not %sN", name, (int)n, s, as->key);
+        return -1;
+    }
+    }
+    return -1;
 }
 
 /* Validates one line (not the header) and appends it to recs. */
 static void parse_line(size_t line, size_t off, size_t len)
 {
     const char *p = in_buf + off;
-    const char *f[8];
-    size_t fl[8];
+    const char *f[MAX_COLUMNS];
+    size_t fl[MAX_COLUMNS];
     int nf = 0;
     struct rec r;
     uint64_t queue, asleep;
@@ -319,7 +487,7 @@ static void parse_line(size_t line, size_t off, size_t len)
     }
     for (size_t i = 0, start = 0; i <= len; i++) {
         if (i == len || p[i] == '\t') {
-            if (nf == 8) {
+            if (nf == MAX_COLUMNS) {
                 syntax_error(line, "too many columns");
                 return;
             }
@@ -328,9 +496,9 @@ static void parse_line(size_t line, size_t off, size_t len)
             start = i + 1;
         }
     }
-    if (nf < 5) {
-        syntax_error(line, "%d tab-separated columns, want at least 5 "
-                     "(Thread, Queue, Asleep, Time, event)", nf);
+    if (nf < FIRST_ARG) {
+        syntax_error(line, "%d tab-separated columns, want at least %d "
+                     "(Thread, Queue, Asleep, Time, event)", nf, FIRST_ARG);
         return;
     }
 
@@ -365,65 +533,19 @@ static void parse_line(size_t line, size_t off, size_t len)
         return;
     }
     r.ev = (uint8_t)ev;
-    if (nf - 5 != events[ev].nargs && events[ev].nargs == 0) {
-        syntax_error(line, "%s wants no arguments, found %d", events[ev].name, nf - 5);
+    if (nf - FIRST_ARG != events[ev].nargs && events[ev].nargs == 0) {
+        syntax_error(line, "%s wants no arguments, found %d", events[ev].name, nf - FIRST_ARG);
         return;
     }
-    if (nf - 5 != events[ev].nargs) {
+    if (nf - FIRST_ARG != events[ev].nargs) {
         syntax_error(line, "%s wants %d argument%s (%s), found %d", events[ev].name,
                      events[ev].nargs, events[ev].nargs == 1 ? "" : "s", events[ev].args,
-                     nf - 5);
+                     nf - FIRST_ARG);
         return;
     }
     for (int a = 0; a < events[ev].nargs; a++) {
-        const char *s = f[5 + a];
-        size_t n = fl[5 + a];
-        int bad = 0;
-        switch (events[ev].arg[a]) {
-        case A_TASK:
-            bad = parse_task(s, n, &r.task) < 0;
-            if (bad)
-                syntax_error(line, "%s: '%.*s' is not a task name (thread.sequence)",
-                             events[ev].name, (int)n, s);
-            break;
-        case A_THREAD:
-            bad = parse_uint(s, n, MAX_THREAD_ID, &r.num) < 0;
-            if (bad)
-                syntax_error(line, "%s: from-thread '%.*s' is not a thread id",
-                             events[ev].name, (int)n, s);
-            break;
-        case A_COUNT:
-            bad = parse_uint(s, n, MAX_COUNT, &r.num) < 0;
-            if (bad)
-                syntax_error(line, "%s: '%.*s' is not a count", events[ev].name, (int)n, s);
-            break;
-        case A_HOW:
-            r.how = HOW_COUNT;
-            for (int h = 0; h < HOW_COUNT; h++)
-                if (strlen(how_names[h]) == n && memcmp(how_names[h], s, n) == 0)
-                    r.how = (uint8_t)h;
-            bad = r.how == HOW_COUNT;
-            if (bad)
-                syntax_error(line, "FStart: how '%.*s' is not inline, pool, steal or drain",
-                             (int)n, s);
-            break;
-        case A_THREADS:
-            bad = parse_kv(s, n, "threads=", MAX_COUNT, &r.num) < 0;
-            if (bad)
-                syntax_error(line, "Init: '%.*s' is not threads=N", (int)n, s);
-            break;
-        case A_WORKERS:
-            bad = parse_kv(s, n, "workers=", MAX_COUNT, &r.workers) < 0;
-            if (bad)
-                syntax_error(line, "Init: '%.*s' is not workers=W", (int)n, s);
-            break;
-        case A_DRAINED:
-            bad = parse_kv(s, n, "drained=", MAX_COUNT, &r.num) < 0;
-            if (bad)
-                syntax_error(line, "Shutdown: '%.*s' is not drained=N", (int)n, s);
-            break;
-        }
-        if (bad)
+        const struct arg_spec *as = &events[ev].arg[a];
+        if (parse_arg(line, ev, as, f[FIRST_ARG + a], fl[FIRST_ARG + a], &r.arg[a]) < 0)
             return;
     }
 
@@ -451,7 +573,8 @@ static void parse_input(size_t len)
         size_t end = nl ? (size_t)(nl - in_buf) : len;
         line++;
         if (line == 1) {
-            if (end - off != strlen(HEADER) || memcmp(in_buf + off, HEADER, end - off) != 0)
+            if (end - off != strlen(SF_TRACE_HEADER) ||
+                memcmp(in_buf + off, SF_TRACE_HEADER, end - off) != 0)
                 syntax_error(1, "the first line is not the header "
                              "'Thread<TAB>Queue<TAB>Asleep<TAB>Time<TAB>Message...'");
         } else {
@@ -551,14 +674,13 @@ static void tasks_reserve(size_t want)
 
 static const char *rec_task(const struct rec *r, char *buf, size_t size)
 {
-    task_name(r->task, buf, size);
+    task_name(task_of(r), buf, size);
     return buf;
 }
 
 /* First pass: where each task was queued, started, finished, discarded. */
 static void build_tasks(void)
 {
-    size_t ndo = 0;
     for (size_t i = 0; i < nrecs; i++)
         ndo += recs[i].ev == EV_DO;
     tasks_mask = 0;
@@ -571,7 +693,7 @@ static void build_tasks(void)
         if (r->ev != EV_DO && r->ev != EV_FSTART && r->ev != EV_FDONE && r->ev != EV_DISCARD)
             continue;
         tasks_reserve(ntasks + 1); /* tasks without a Do are not counted above */
-        struct task *t = task_find(r->task, 1);
+        struct task *t = task_find(task_of(r), 1);
         switch (r->ev) {
         case EV_DO: slot = &t->do_r; what = "queued"; break;
         case EV_FSTART: slot = &t->start_r; what = "started"; break;
@@ -628,267 +750,363 @@ static int init_seen, shutdown_seen;
 static uint32_t init_r = NONE, shutdown_r = NONE;
 static size_t nworkers_seen;
 
-static void walk(void)
+static struct thr *thr_of(const struct rec *r)
 {
-    char name[48], name2[48];
+    return &thrs[r->thread];
+}
 
-    for (size_t k = 0; k < nrecs; k++) {
-        uint32_t ri = order[k];
-        const struct rec *r = &recs[ri];
-        struct thr *t = &thrs[r->thread];
-        const char *ev = events[r->ev].name;
-        uint64_t task_thread = r->task >> SEQ_BITS;
+static uint32_t rec_index(const struct rec *r)
+{
+    return (uint32_t)(r - recs);
+}
 
-        if (!t->seen) {
-            t->seen = 1;
-            t->st = ST_AWAKE;
-            emit(t, ST_UNSEEN, t_begin, r->time);
-            t->st_from = r->time;
-        }
-        if (t->idling) {
-            /* Idle has no wake event: the worker's next line is its wake */
-            t->idle += r->time - t->idle_from;
-            t->idling = 0;
-        }
-        if (t->sleep_r != NONE && r->ev != EV_WAKE)
-            problem(r->line, "%s on thread %" PRIu32 " while it sleeps in a get "
-                    "(Sleep at line %" PRIu32 ", no Wake yet)", ev, r->thread,
-                    recs[t->sleep_r].line);
-        if (shutdown_seen && r->time > recs[shutdown_r].time)
-            problem(r->line, "%s after Shutdown (line %" PRIu32 ")", ev,
-                    recs[shutdown_r].line);
-        if (!init_seen && r->ev != EV_INIT)
-            problem(r->line, "%s before Init", ev);
+/*
+ * One handler per event, called by walk() in time order after the checks
+ * every event gets (before_event). A handler checks what its event says
+ * against the thread's state so far and updates that state. The table is
+ * generated from SF_TRACE_EVENTS, so a new event in trace_format.h does not
+ * compile until it has its on_<ID> here.
+ */
+typedef void handler(const struct rec *r);
 
-        switch ((enum event)r->ev) {
-        case EV_INIT:
-            if (init_seen) {
-                problem(r->line, "second Init (first at line %" PRIu32 ")", recs[init_r].line);
-                break;
-            }
-            init_seen = 1;
-            init_r = ri;
-            init_threads = r->num;
-            init_workers = r->workers;
-            if (r->thread != 0)
-                problem(r->line, "Init logged by thread %" PRIu32 ", not by thread 0 "
-                        "(the thread that starts the runtime is 0)", r->thread);
-            if (r->num < 1 || r->num > 1024)
-                problem(r->line, "Init: threads=%" PRIu64 " is outside 1..1024", r->num);
-            else if (r->workers != r->num - 1)
-                problem(r->line, "Init: workers=%" PRIu64 " is not threads - 1 = %" PRIu64,
-                        r->workers, r->num - 1);
-            if (r->queue != 0 || r->asleep != 0)
-                problem(r->line, "Init: Queue and Asleep should be 0 when the runtime starts");
-            break;
-        case EV_DO:
-            if (task_thread != r->thread)
-                problem(r->line, "Do %s logged by thread %" PRIu32 "; a task is named "
-                        "after the thread that queues it", rec_task(r, name, sizeof name),
-                        r->thread);
-            else if ((r->task & MAX_SEQ) != t->next_seq)
-                problem(r->line, "Do %s out of sequence: thread %" PRIu32 "'s next task "
-                        "is %" PRIu32 ".%" PRIu64, rec_task(r, name, sizeof name),
-                        r->thread, r->thread, t->next_seq);
-            t->next_seq = (r->task & MAX_SEQ) + 1;
-            t->unsubmitted++;
-            break;
-        case EV_SUBMIT_ALL:
-            if (r->num > t->unsubmitted)
-                problem(r->line, "Submit All %" PRIu64 ", but thread %" PRIu32 " queued "
-                        "only %" PRIu64 " tasks since its last Submit All", r->num,
-                        r->thread, t->unsubmitted);
-            t->unsubmitted = 0;
-            break;
-        case EV_TAKE:
-        case EV_STEAL:
-            if (r->num != task_thread)
-                problem(r->line, "%s %s from thread %" PRIu64 ", but the task was queued "
-                        "by thread %" PRIu64, ev, rec_task(r, name, sizeof name), r->num,
-                        task_thread);
-            if (t->expect_r != NONE)
-                problem(recs[t->expect_r].line, "%s %s is not followed by its FStart on "
-                        "thread %" PRIu32, events[recs[t->expect_r].ev].name,
-                        rec_task(&recs[t->expect_r], name, sizeof name), r->thread);
-            t->expect_r = ri;
-            if (r->ev == EV_TAKE) {
-                if (!t->worker && ++nworkers_seen > init_workers && init_seen)
-                    problem(r->line, "more threads act as pool workers (Take/Idle) than "
-                            "Init's workers=%" PRIu64, init_workers);
-                t->worker = 1;
-                if (t->runs.n || t->gets.n)
-                    problem(r->line, "Take by a thread that is running a task or "
-                            "getting (only idle pool workers take)");
-            } else {
-                t->steals++;
-                if (t->gets.n == 0)
-                    problem(r->line, "Steal outside a get (only a blocked get steals)");
-            }
-            break;
-        case EV_FSTART:
-            t->run[r->how]++;
-            if (t->expect_r != NONE) {
-                const struct rec *x = &recs[t->expect_r];
-                int want = x->ev == EV_TAKE ? HOW_POOL : HOW_STEAL;
-                if (x->task != r->task || r->how != want)
-                    problem(r->line, "FStart %s %s, but line %" PRIu32 " %s %s "
-                            "(want FStart %s %s)", rec_task(r, name, sizeof name),
-                            how_names[r->how], x->line,
-                            x->ev == EV_TAKE ? "took" : "stole",
-                            rec_task(x, name2, sizeof name2), name2, how_names[want]);
-                t->expect_r = NONE;
-            } else if (r->how == HOW_POOL || r->how == HOW_STEAL) {
-                problem(r->line, "FStart %s %s without a %s before it",
-                        rec_task(r, name, sizeof name), how_names[r->how],
-                        r->how == HOW_POOL ? "Take" : "Steal");
-            } else if (r->how == HOW_INLINE) {
-                uint32_t g = vec_top(&t->gets);
-                if (g == NONE || recs[g].task != r->task)
-                    problem(r->line, "FStart %s inline, but the innermost get on this "
-                            "thread is not a get of %s", rec_task(r, name, sizeof name), name);
-            }
-            if (r->how == HOW_DRAIN)
-                drained_run++;
-            if (t->runs.n == 0)
-                t->busy_from = r->time;
-            vec_push(&t->runs, ri);
-            break;
-        case EV_FDONE: {
-            size_t i = t->runs.n;
-            while (i > 0 && recs[t->runs.v[i - 1]].task != r->task)
-                i--;
-            if (i == 0) {
-                problem(r->line, "FDone %s, but %s is not running on thread %" PRIu32,
-                        rec_task(r, name, sizeof name), name, r->thread);
-                break;
-            }
-            if (i != t->runs.n)
-                problem(r->line, "FDone %s while %s (FStart at line %" PRIu32 ") still "
-                        "runs inside it", rec_task(r, name, sizeof name),
-                        rec_task(&recs[vec_top(&t->runs)], name2, sizeof name2),
-                        recs[vec_top(&t->runs)].line);
-            t->runs.n = i - 1;
-            if (t->runs.n == 0)
-                t->busy += r->time - t->busy_from;
-            break;
-        }
-        case EV_GSTART:
-            vec_push(&t->gets, ri);
-            break;
-        case EV_NON_PENDING:
-        case EV_SLEEP:
-        case EV_WAKE:
-        case EV_GDONE: {
-            uint32_t g = vec_top(&t->gets);
-            if (g == NONE || recs[g].task != r->task) {
-                problem(r->line, "%s %s, but the innermost get on thread %" PRIu32
-                        " is %s", ev, rec_task(r, name, sizeof name), r->thread,
-                        g == NONE ? "none" : rec_task(&recs[g], name2, sizeof name2));
-                if (r->ev == EV_GDONE) { /* unwind to it if it is deeper */
-                    size_t i = t->gets.n;
-                    while (i > 0 && recs[t->gets.v[i - 1]].task != r->task)
-                        i--;
-                    if (i > 0)
-                        t->gets.n = i - 1;
-                }
-            } else if (r->ev == EV_GDONE) {
-                t->gets.n--;
-            }
-            if (r->ev == EV_SLEEP) {
-                t->sleeps++;
-                if (t->sleep_r == NONE) {
-                    t->sleep_r = ri;
-                    t->sleep_from = r->time;
-                }
-            } else if (r->ev == EV_WAKE) {
-                if (t->sleep_r == NONE) {
-                    problem(r->line, "Wake %s without a Sleep", rec_task(r, name, sizeof name));
-                } else {
-                    if (recs[t->sleep_r].task != r->task)
-                        problem(r->line, "Wake %s, but the Sleep at line %" PRIu32 " was "
-                                "for %s", rec_task(r, name, sizeof name),
-                                recs[t->sleep_r].line,
-                                rec_task(&recs[t->sleep_r], name2, sizeof name2));
-                    t->asleep += r->time - t->sleep_from;
-                    t->sleep_r = NONE;
-                }
-            } else if (r->ev == EV_GDONE) {
-                /* a get returns the task's value: its task must be over */
-                const struct task *x = task_find(r->task, 0);
-                if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
-                    problem(r->line, "GDone %s at %" PRId64 " us, but %s finishes only at "
-                            "line %" PRIu32, name, r->time, name, recs[x->done_r].line);
-                else if (x && x->done_r == NONE && x->discard_r == NONE)
-                    problem(r->line, "GDone %s, but %s never finishes", name, name);
-            }
-            break;
-        }
-        case EV_GET: {
-            const struct task *x = task_find(r->task, 0);
-            rec_task(r, name, sizeof name);
-            if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
-                problem(r->line, "Get %s (already done), but %s finishes only at line %"
-                        PRIu32, name, name, recs[x->done_r].line);
-            else if (x && x->done_r == NONE)
-                problem(r->line, "Get %s (already done), but %s never finishes", name, name);
-            break;
-        }
-        case EV_DISCARD:
-            break;
-        case EV_IDLE:
-            t->idles++;
-            t->idling = 1;
-            t->idle_from = r->time;
-            if (!t->worker && ++nworkers_seen > init_workers && init_seen)
-                problem(r->line, "more threads act as pool workers (Take/Idle) than "
-                        "Init's workers=%" PRIu64, init_workers);
-            t->worker = 1;
-            if (t->runs.n || t->gets.n)
-                problem(r->line, "Idle while running a task or getting");
-            break;
-        case EV_SHUTDOWN:
-            if (shutdown_seen) {
-                problem(r->line, "second Shutdown (first at line %" PRIu32 ")",
-                        recs[shutdown_r].line);
-                break;
-            }
-            shutdown_seen = 1;
-            shutdown_r = ri;
-            shutdown_drained = r->num;
-            if (r->queue != 0)
-                problem(r->line, "Shutdown with Queue %" PRIu32 "; shutdown runs every "
-                        "pending task first", r->queue);
-            if (r->asleep != 0)
-                problem(r->line, "Shutdown with Asleep %" PRIu32, r->asleep);
-            if (t->runs.n || t->gets.n)
-                problem(r->line, "Shutdown from inside a task or get");
-            break;
-        case EV_COUNT:
-            break;
-        }
-
-        /* Cross-thread order: nothing happens to a task before its Do. Equal
-         * times are fine: lines of different threads written in the same
-         * microsecond have no order. */
-        if (r->ev != EV_INIT && r->ev != EV_SUBMIT_ALL && r->ev != EV_IDLE &&
-            r->ev != EV_SHUTDOWN && r->ev != EV_DO) {
-            const struct task *x = task_find(r->task, 0);
-            rec_task(r, name, sizeof name);
-            if (!x || x->do_r == NONE)
-                problem(r->line, "%s %s, but %s is never queued (no Do)", ev, name, name);
-            else if (recs[x->do_r].time > r->time)
-                problem(r->line, "%s %s before its Do (line %" PRIu32 ")", ev, name,
-                        recs[x->do_r].line);
-            if (x && r->ev == EV_FSTART && x->discard_r != NONE)
-                problem(r->line, "FStart %s, but %s is discarded at line %" PRIu32
-                        " (a discarded task never runs)", name, name,
-                        recs[x->discard_r].line);
-        }
-
-        set_state(t, r->time);
+static void on_INIT(const struct rec *r)
+{
+    if (init_seen) {
+        problem(r->line, "second Init (first at line %" PRIu32 ")", recs[init_r].line);
+        return;
     }
+    uint64_t threads = key_of(r, "threads"), workers = key_of(r, "workers");
+    init_seen = 1;
+    init_r = rec_index(r);
+    init_threads = threads;
+    init_workers = workers;
+    if (r->thread != 0)
+        problem(r->line, "Init logged by thread %" PRIu32 ", not by thread 0 "
+                "(the thread that starts the runtime is 0)", r->thread);
+    if (threads < 1 || threads > 1024)
+        problem(r->line, "Init: threads=%" PRIu64 " is outside 1..1024", threads);
+    else if (workers != threads - 1)
+        problem(r->line, "Init: workers=%" PRIu64 " is not threads - 1 = %" PRIu64, workers,
+                threads - 1);
+    if (r->queue != 0 || r->asleep != 0)
+        problem(r->line, "Init: Queue and Asleep should be 0 when the runtime starts");
+}
 
-    /* What is still open at the end of the trace. */
+static void on_DO(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint64_t task = task_of(r);
+    char name[48];
+    if (task >> SEQ_BITS != r->thread)
+        problem(r->line, "Do %s logged by thread %" PRIu32 "; a task is named after the "
+                "thread that queues it", rec_task(r, name, sizeof name), r->thread);
+    else if ((task & MAX_SEQ) != t->next_seq)
+        problem(r->line, "Do %s out of sequence: thread %" PRIu32 "'s next task is %" PRIu32
+                ".%" PRIu64, rec_task(r, name, sizeof name), r->thread, r->thread, t->next_seq);
+    t->next_seq = (task & MAX_SEQ) + 1;
+    t->unsubmitted++;
+}
+
+static void on_SUBMIT(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint64_t n = arg_of(r, K_COUNT);
+    if (n > t->unsubmitted)
+        problem(r->line, "Submit All %" PRIu64 ", but thread %" PRIu32 " queued only %" PRIu64
+                " tasks since its last Submit All", n, r->thread, t->unsubmitted);
+    t->unsubmitted = 0;
+}
+
+/* What Take and Steal share: the task comes from the queue of the thread
+ * that queued it, and this thread's next event must be its FStart
+ * (before_event and on_FSTART check that). */
+static void take_or_steal(const struct rec *r)
+{
+    uint64_t from = arg_of(r, K_THREAD), task_thread = task_of(r) >> SEQ_BITS;
+    char name[48];
+    if (from != task_thread)
+        problem(r->line, "%s %s from thread %" PRIu64 ", but the task was queued by thread %"
+                PRIu64, events[r->ev].name, rec_task(r, name, sizeof name), from, task_thread);
+    thr_of(r)->expect_r = rec_index(r);
+}
+
+/* A thread that logs Take or Idle is a pool worker; Init says how many. */
+static void note_worker(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    if (!t->worker && ++nworkers_seen > init_workers && init_seen)
+        problem(r->line, "more threads act as pool workers (Take/Idle) than Init's workers=%"
+                PRIu64, init_workers);
+    t->worker = 1;
+}
+
+static void on_TAKE(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    take_or_steal(r);
+    note_worker(r);
+    if (t->runs.n || t->gets.n)
+        problem(r->line, "Take by a thread that is running a task or getting (only idle "
+                "pool workers take)");
+}
+
+static void on_STEAL(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    take_or_steal(r);
+    t->steals++;
+    if (t->gets.n == 0)
+        problem(r->line, "Steal outside a get (only a blocked get steals)");
+}
+
+static void on_FSTART(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint64_t task = task_of(r);
+    enum how how = (enum how)arg_of(r, K_HOW);
+    char name[48], name2[48];
+    t->run[how]++;
+    if (t->expect_r != NONE) {
+        const struct rec *x = &recs[t->expect_r];
+        enum how want = x->ev == EV_TAKE ? HOW_POOL : HOW_STEAL;
+        if (task_of(x) != task || how != want)
+            problem(r->line, "FStart %s %s, but line %" PRIu32 " %s %s (want FStart %s %s)",
+                    rec_task(r, name, sizeof name), how_names[how], x->line,
+                    x->ev == EV_TAKE ? "took" : "stole", rec_task(x, name2, sizeof name2),
+                    name2, how_names[want]);
+        t->expect_r = NONE;
+    } else if (how == HOW_POOL || how == HOW_STEAL) {
+        problem(r->line, "FStart %s %s without a %s before it", rec_task(r, name, sizeof name),
+                how_names[how], how == HOW_POOL ? "Take" : "Steal");
+    } else if (how == HOW_INLINE) {
+        uint32_t g = vec_top(&t->gets);
+        if (g == NONE || task_of(&recs[g]) != task)
+            problem(r->line, "FStart %s inline, but the innermost get on this thread is not "
+                    "a get of %s", rec_task(r, name, sizeof name), name);
+    }
+    if (how == HOW_DRAIN)
+        drained_run++;
+    if (t->runs.n == 0)
+        t->busy_from = r->time;
+    vec_push(&t->runs, rec_index(r));
+}
+
+static void on_FDONE(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint64_t task = task_of(r);
+    char name[48], name2[48];
+    size_t i = t->runs.n;
+    while (i > 0 && task_of(&recs[t->runs.v[i - 1]]) != task)
+        i--;
+    if (i == 0) {
+        problem(r->line, "FDone %s, but %s is not running on thread %" PRIu32,
+                rec_task(r, name, sizeof name), name, r->thread);
+        return;
+    }
+    if (i != t->runs.n)
+        problem(r->line, "FDone %s while %s (FStart at line %" PRIu32 ") still runs inside it",
+                rec_task(r, name, sizeof name),
+                rec_task(&recs[vec_top(&t->runs)], name2, sizeof name2),
+                recs[vec_top(&t->runs)].line);
+    t->runs.n = i - 1;
+    if (t->runs.n == 0)
+        t->busy += r->time - t->busy_from;
+}
+
+static void on_GSTART(const struct rec *r)
+{
+    vec_push(&thr_of(r)->gets, rec_index(r));
+}
+
+/* Non Pending, Sleep, Wake and GDone belong to the innermost get in
+ * progress on their thread; returns whether r's is. */
+static int in_innermost_get(const struct rec *r)
+{
+    const struct thr *t = thr_of(r);
+    uint32_t g = vec_top(&t->gets);
+    char name[48], name2[48];
+    if (g != NONE && task_of(&recs[g]) == task_of(r))
+        return 1;
+    problem(r->line, "%s %s, but the innermost get on thread %" PRIu32 " is %s",
+            events[r->ev].name, rec_task(r, name, sizeof name), r->thread,
+            g == NONE ? "none" : rec_task(&recs[g], name2, sizeof name2));
+    return 0;
+}
+
+static void on_NON_PENDING(const struct rec *r)
+{
+    in_innermost_get(r);
+}
+
+static void on_SLEEP(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    in_innermost_get(r);
+    t->sleeps++;
+    if (t->sleep_r == NONE) {
+        t->sleep_r = rec_index(r);
+        t->sleep_from = r->time;
+    }
+}
+
+static void on_WAKE(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    char name[48], name2[48];
+    in_innermost_get(r);
+    if (t->sleep_r == NONE) {
+        problem(r->line, "Wake %s without a Sleep", rec_task(r, name, sizeof name));
+        return;
+    }
+    if (task_of(&recs[t->sleep_r]) != task_of(r))
+        problem(r->line, "Wake %s, but the Sleep at line %" PRIu32 " was for %s",
+                rec_task(r, name, sizeof name), recs[t->sleep_r].line,
+                rec_task(&recs[t->sleep_r], name2, sizeof name2));
+    t->asleep += r->time - t->sleep_from;
+    t->sleep_r = NONE;
+}
+
+static void on_GDONE(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint64_t task = task_of(r);
+    char name[48];
+    if (in_innermost_get(r)) {
+        t->gets.n--;
+    } else { /* unwind to it if it is deeper */
+        size_t i = t->gets.n;
+        while (i > 0 && task_of(&recs[t->gets.v[i - 1]]) != task)
+            i--;
+        if (i > 0)
+            t->gets.n = i - 1;
+    }
+    /* a get returns the task's value: its task must be over */
+    const struct task *x = task_find(task, 0);
+    rec_task(r, name, sizeof name);
+    if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
+        problem(r->line, "GDone %s at %" PRId64 " us, but %s finishes only at line %" PRIu32,
+                name, r->time, name, recs[x->done_r].line);
+    else if (x && x->done_r == NONE && x->discard_r == NONE)
+        problem(r->line, "GDone %s, but %s never finishes", name, name);
+}
+
+static void on_GET(const struct rec *r)
+{
+    const struct task *x = task_find(task_of(r), 0);
+    char name[48];
+    rec_task(r, name, sizeof name);
+    if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
+        problem(r->line, "Get %s (already done), but %s finishes only at line %" PRIu32, name,
+                name, recs[x->done_r].line);
+    else if (x && x->done_r == NONE)
+        problem(r->line, "Get %s (already done), but %s never finishes", name, name);
+}
+
+static void on_DISCARD(const struct rec *r)
+{
+    /* build_tasks recorded it; check_task_order keeps the task from running */
+    (void)r;
+}
+
+static void on_IDLE(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    t->idles++;
+    t->idling = 1;
+    t->idle_from = r->time;
+    note_worker(r);
+    if (t->runs.n || t->gets.n)
+        problem(r->line, "Idle while running a task or getting");
+}
+
+static void on_SHUTDOWN(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    if (shutdown_seen) {
+        problem(r->line, "second Shutdown (first at line %" PRIu32 ")", recs[shutdown_r].line);
+        return;
+    }
+    shutdown_seen = 1;
+    shutdown_r = rec_index(r);
+    shutdown_drained = key_of(r, "drained");
+    if (r->queue != 0)
+        problem(r->line, "Shutdown with Queue %" PRIu32 "; shutdown runs every pending task "
+                "first", r->queue);
+    if (r->asleep != 0)
+        problem(r->line, "Shutdown with Asleep %" PRIu32, r->asleep);
+    if (t->runs.n || t->gets.n)
+        problem(r->line, "Shutdown from inside a task or get");
+}
+
+static handler *const handlers[EV_COUNT] = {
+#define X(id, nm, sp, mn) [EV_##id] = on_##id,
+    SF_TRACE_EVENTS(X)
+#undef X
+};
+
+/* The checks and bookkeeping every event gets before its handler. */
+static void before_event(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    const char *ev = events[r->ev].name;
+    char name[48];
+
+    if (!t->seen) {
+        t->seen = 1;
+        t->st = ST_AWAKE;
+        emit(t, ST_UNSEEN, t_begin, r->time);
+        t->st_from = r->time;
+    }
+    if (t->idling) {
+        /* Idle has no wake event: the worker's next line is its wake */
+        t->idle += r->time - t->idle_from;
+        t->idling = 0;
+    }
+    if (t->sleep_r != NONE && r->ev != EV_WAKE)
+        problem(r->line, "%s on thread %" PRIu32 " while it sleeps in a get (Sleep at line %"
+                PRIu32 ", no Wake yet)", ev, r->thread, recs[t->sleep_r].line);
+    /* a Take or Steal and the FStart of its task are one step of the thread */
+    if (t->expect_r != NONE && r->ev != EV_FSTART) {
+        problem(recs[t->expect_r].line, "%s %s is not followed by its FStart on thread %"
+                PRIu32, events[recs[t->expect_r].ev].name,
+                rec_task(&recs[t->expect_r], name, sizeof name), r->thread);
+        t->expect_r = NONE;
+    }
+    if (shutdown_seen && r->time > recs[shutdown_r].time)
+        problem(r->line, "%s after Shutdown (line %" PRIu32 ")", ev, recs[shutdown_r].line);
+    if (!init_seen && r->ev != EV_INIT)
+        problem(r->line, "%s before Init", ev);
+    /* bounds that hold for any trace, read over the whole of it */
+    if (r->queue > ndo)
+        problem(r->line, "Queue %" PRIu32 ", but the trace queues only %zu tasks", r->queue,
+                ndo);
+    if (r->asleep > nthreads_traced)
+        problem(r->line, "Asleep %" PRIu32 ", but only %zu threads log events", r->asleep,
+                nthreads_traced);
+}
+
+/* Cross-thread order, after the handler: nothing happens to a task before
+ * its Do, and a discarded task never starts. Equal times are fine: lines of
+ * different threads written in the same microsecond have no order. */
+static void check_task_order(const struct rec *r)
+{
+    const struct task *x = task_find(task_of(r), 0);
+    const char *ev = events[r->ev].name;
+    char name[48];
+    rec_task(r, name, sizeof name);
+    if (!x || x->do_r == NONE)
+        problem(r->line, "%s %s, but %s is never queued (no Do)", ev, name, name);
+    else if (recs[x->do_r].time > r->time)
+        problem(r->line, "%s %s before its Do (line %" PRIu32 ")", ev, name, recs[x->do_r].line);
+    if (x && r->ev == EV_FSTART && x->discard_r != NONE)
+        problem(r->line, "FStart %s, but %s is discarded at line %" PRIu32
+                " (a discarded task never runs)", name, name, recs[x->discard_r].line);
+}
+
+/* What is still open at the end of the trace. */
+static void after_walk(void)
+{
     for (size_t i = 0; i < nthrs; i++) {
         struct thr *t = &thrs[i];
         char nm[48];
@@ -928,6 +1146,20 @@ static void walk(void)
     }
 }
 
+/* Second pass, in time order: every event through its handler. */
+static void walk(void)
+{
+    for (size_t k = 0; k < nrecs; k++) {
+        const struct rec *r = &recs[order[k]];
+        before_event(r);
+        handlers[r->ev](r);
+        if (events[r->ev].task_at >= 0 && r->ev != EV_DO)
+            check_task_order(r);
+        set_state(thr_of(r), r->time);
+    }
+    after_walk();
+}
+
 /* ---- output ------------------------------------------------------------ */
 
 static const char *ms(int64_t us, char *buf)
@@ -938,11 +1170,88 @@ static const char *ms(int64_t us, char *buf)
 
 static void print_sorted(void)
 {
-    puts(HEADER);
+    puts(SF_TRACE_HEADER);
     for (size_t k = 0; k < nrecs; k++) {
         const struct rec *r = &recs[order[k]];
         fwrite(in_buf + r->off, 1, r->len, stdout);
         putchar('\n');
+    }
+}
+
+/* Writes a line without its Time column, the last of the fixed ones. */
+static void put_untimed(const char *p, size_t len)
+{
+    size_t start = 0, col = 0;
+    for (size_t i = 0; i < len && col < SF_TRACE_FIXED_COLUMNS; i++)
+        if (p[i] == '\t' && ++col == SF_TRACE_FIXED_COLUMNS - 1)
+            start = i + 1;
+    const char *end = memchr(p + start, '\t', len - start);
+    fwrite(p, 1, start, stdout);
+    if (end)
+        fwrite(end + 1, 1, len - (size_t)(end + 1 - p), stdout);
+    putchar('\n');
+}
+
+/* --untimed: what --sorted prints without the Time column, so that two runs
+ * of a fixed schedule print the same bytes. */
+static void print_untimed(void)
+{
+    put_untimed(SF_TRACE_HEADER, strlen(SF_TRACE_HEADER));
+    for (size_t k = 0; k < nrecs; k++) {
+        const struct rec *r = &recs[order[k]];
+        put_untimed(in_buf + r->off, r->len);
+    }
+}
+
+/* --counts: "thread<TAB>event<TAB>how<TAB>count" for every event a thread
+ * logs, by how for an event with a how argument ("-" for the others); in
+ * thread order, then in trace_format.h's order; counts of 0 left out. */
+static void print_counts(void)
+{
+    size_t per_thread = (size_t)EV_COUNT * (HOW_COUNT + 1);
+    uint64_t *n = xcalloc(nthrs * per_thread, sizeof *n);
+    for (size_t i = 0; i < nrecs; i++) {
+        const struct rec *r = &recs[i];
+        int h = arg_index(r->ev, K_HOW);
+        n[r->thread * per_thread + r->ev * (HOW_COUNT + 1u) +
+          (h < 0 ? HOW_COUNT : (size_t)r->arg[h])]++;
+    }
+    for (size_t t = 0; t < nthrs; t++)
+        for (int ev = 0; ev < EV_COUNT; ev++)
+            for (int h = 0; h <= HOW_COUNT; h++) {
+                uint64_t c = n[t * per_thread + (size_t)ev * (HOW_COUNT + 1u) + (size_t)h];
+                if (c)
+                    printf("%zu\t%s\t%s\t%" PRIu64 "\n", t, events[ev].name,
+                           h == HOW_COUNT ? "-" : how_names[h], c);
+            }
+    free(n);
+}
+
+/* Writes s for a Markdown table cell: a '|' would end the cell. */
+static void put_cell(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            putchar('\\');
+        putchar(*s);
+    }
+}
+
+/* --events: the tables of docs/trace-format.md, from trace_format.h;
+ * tools/sftrace/test.sh checks that the docs hold exactly these bytes. */
+static void print_events(void)
+{
+    puts("| event | arguments | meaning |\n|---|---|---|");
+    for (int ev = 0; ev < EV_COUNT; ev++) {
+        printf("| `%s` | %s | ", events[ev].name, events[ev].args);
+        put_cell(events[ev].meaning);
+        puts(" |");
+    }
+    puts("\n| how | meaning |\n|---|---|");
+    for (int h = 0; h < HOW_COUNT; h++) {
+        printf("| `%s` | ", how_names[h]);
+        put_cell(how_meanings[h]);
+        puts(" |");
     }
 }
 
@@ -954,21 +1263,24 @@ static void print_pct(int64_t part, int64_t whole)
         printf(" %6s", "-");
 }
 
+/* The summary's column for tasks run by how h: drain, which only
+ * sf_shutdown does, keeps the narrower column it has always had. */
+static int how_width(int h)
+{
+    return h == HOW_DRAIN ? 6 : 8;
+}
+
 static void print_summary(void)
 {
     char a[32], b[32], c[32];
-    size_t nthreads = 0;
-    uint64_t ndo = 0, ndiscard = 0;
+    size_t nthreads = nthreads_traced;
+    uint64_t ndiscard = 0;
     struct thr all;
     int64_t span = t_end - t_begin;
 
     memset(&all, 0, sizeof all);
-    for (size_t i = 0; i < nthrs; i++)
-        nthreads += thrs[i].seen;
-    for (size_t i = 0; i < nrecs; i++) {
-        ndo += recs[i].ev == EV_DO;
+    for (size_t i = 0; i < nrecs; i++)
         ndiscard += recs[i].ev == EV_DISCARD;
-    }
 
     printf("trace: %zu events from %zu thread%s", nrecs, nthreads, nthreads == 1 ? "" : "s");
     if (init_seen)
@@ -988,8 +1300,10 @@ static void print_summary(void)
         all.idles += t->idles;
         all.idle += t->idle;
     }
-    uint64_t nrun = all.run[0] + all.run[1] + all.run[2] + all.run[3];
-    printf("tasks: %" PRIu64 " queued, %" PRIu64 " run, %" PRIu64 " discarded",
+    uint64_t nrun = 0;
+    for (int h = 0; h < HOW_COUNT; h++)
+        nrun += all.run[h];
+    printf("tasks: %zu queued, %" PRIu64 " run, %" PRIu64 " discarded",
            ndo, nrun, ndiscard);
     if (shutdown_seen)
         printf(", Shutdown drained=%" PRIu64 "\n", shutdown_drained);
@@ -1001,9 +1315,11 @@ static void print_summary(void)
     else
         printf("busy: %s ms in all\n", ms(all.busy, a));
 
-    printf("\n%6s %8s %8s %8s %6s %10s %6s %7s %7s %10s %7s %10s\n", "thread", "inline",
-           "pool", "steal", "drain", "busy ms", "busy%", "steals", "sleeps", "asleep ms",
-           "idles", "idle ms");
+    printf("\n%6s", "thread");
+    for (int h = 0; h < HOW_COUNT; h++)
+        printf(" %*s", how_width(h), how_names[h]);
+    printf(" %10s %6s %7s %7s %10s %7s %10s\n", "busy ms", "busy%", "steals", "sleeps",
+           "asleep ms", "idles", "idle ms");
     for (size_t i = 0; i <= nthrs; i++) {
         const struct thr *t = i < nthrs ? &thrs[i] : &all;
         if (i < nthrs && !t->seen)
@@ -1012,8 +1328,9 @@ static void print_summary(void)
             printf("%6zu", i);
         else
             printf("%6s", "all");
-        printf(" %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64 " %10s", t->run[0],
-               t->run[1], t->run[2], t->run[3], ms(t->busy, a));
+        for (int h = 0; h < HOW_COUNT; h++)
+            printf(" %*" PRIu64, how_width(h), t->run[h]);
+        printf(" %10s", ms(t->busy, a));
         /* all: the share of every listed thread's time spent in tasks */
         print_pct(t->busy, i < nthrs ? span : span * (int64_t)nthreads);
         printf(" %7" PRIu64 " %7" PRIu64 " %10s %7" PRIu64 " %10s\n", t->steals, t->sleeps,
@@ -1060,39 +1377,55 @@ static void print_timeline(void)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [--sorted | --timeline [--width N]] [--check] [FILE]\n"
+            "usage: %s [--summary | --sorted | --untimed | --counts | --timeline [--width N]]\n"
+            "       [--check] [FILE]\n"
+            "       %s --events\n"
             "Reads a libsf trace (docs/trace-format.md) from FILE, or stdin if FILE\n"
             "is absent or -, checks every line and sorts the lines by Time.\n"
             "\n"
-            "  (default)    per-thread summary: tasks run by how, busy time, steals,\n"
-            "               sleeps and time asleep, idle time, and the span\n"
+            "  --summary    (the default) per-thread summary: tasks run by how, busy\n"
+            "               time, steals, sleeps and time asleep, idle time, the span\n"
             "  --sorted     print the trace sorted by Time (stable)\n"
+            "  --untimed    print the sorted trace without its Time column\n"
+            "  --counts     print 'thread<TAB>event<TAB>how<TAB>count' lines: how many\n"
+            "               times each thread logged each event (by how for FStart,\n"
+            "               '-' for events without one); counts of 0 are left out\n"
             "  --timeline   print one row per thread, one column per time bucket\n"
             "  --width N    timeline columns (default %d)\n"
             "  --check      list every inconsistency between events on stderr and\n"
             "               exit 1 if there is one (without --check: one warning)\n"
+            "  --events     print the table of events and hows as Markdown (the\n"
+            "               one in docs/trace-format.md) and exit; reads no trace\n"
             "  --help       this text\n"
             "\n"
             "Exit status: 0 ok, 1 malformed or (with --check) inconsistent trace,\n"
             "2 bad usage.\n",
-            prog, DEFAULT_WIDTH);
+            prog, prog, DEFAULT_WIDTH);
 }
 
 int main(int argc, char **argv)
 {
-    enum { M_SUMMARY, M_SORTED, M_TIMELINE } mode = M_SUMMARY;
+    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_TIMELINE } mode = M_SUMMARY;
     int mode_set = 0, check = 0, nofile = 1;
     const char *path = NULL;
     FILE *in;
 
+    parse_specs();
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int m = -1;
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(s, "--events") == 0) {
+            print_events();
+            return fflush(stdout) != 0 || ferror(stdout);
         } else if (strcmp(s, "--sorted") == 0) {
             m = M_SORTED;
+        } else if (strcmp(s, "--untimed") == 0) {
+            m = M_UNTIMED;
+        } else if (strcmp(s, "--counts") == 0) {
+            m = M_COUNTS;
         } else if (strcmp(s, "--timeline") == 0) {
             m = M_TIMELINE;
         } else if (strcmp(s, "--summary") == 0) {
@@ -1124,8 +1457,8 @@ int main(int argc, char **argv)
         }
         if (m >= 0) {
             if (mode_set && (int)mode != m) {
-                fprintf(stderr, "%s: --sorted, --timeline and --summary exclude each other\n",
-                        prog);
+                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts and --timeline "
+                        "exclude each other\n", prog);
                 return 2;
             }
             mode = m;
@@ -1150,6 +1483,10 @@ int main(int argc, char **argv)
     if (!nofile)
         fclose(in);
     parse_input(len);
+    /* the runtime ends every line; a last line without one was cut short
+     * (every line but the header made a record, so it is line nrecs + 1) */
+    if (len && in_buf[len - 1] != '\n')
+        problem((uint32_t)nrecs + 1, "the last line has no newline (is the trace cut short?)");
 
     order = xcalloc(nrecs, sizeof *order);
     for (size_t i = 0; i < nrecs; i++)
@@ -1165,6 +1502,7 @@ int main(int argc, char **argv)
         uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
         for (size_t i = 0; i < nrecs; i++) {
             const struct rec *r = &recs[i];
+            nthreads_traced += !lastl[r->thread];
             if (lastl[r->thread] && r->time < lastt[r->thread])
                 problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
                         "at line %" PRIu32, r->thread, ms(r->time, a), ms(lastt[r->thread], b),
@@ -1204,6 +1542,10 @@ int main(int argc, char **argv)
 
     if (mode == M_SORTED)
         print_sorted();
+    else if (mode == M_UNTIMED)
+        print_untimed();
+    else if (mode == M_COUNTS)
+        print_counts();
     else if (mode == M_TIMELINE)
         print_timeline();
     else if (mode_set || !check)

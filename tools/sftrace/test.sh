@@ -1,7 +1,10 @@
 #!/bin/sh
 # test.sh - checks sftrace against a hand-written trace whose summary,
 # sorted order and timeline were worked out by hand (sample.expected), and
-# against broken traces that must be rejected with the right line numbers.
+# against broken traces that must be rejected with the right line numbers;
+# checks --counts (sample.counts, counted by hand) and --untimed on the same
+# trace; and checks that the tables of docs/trace-format.md are exactly what
+# sftrace --events prints from runtime/trace_format.h.
 #
 # Run by `make check` from the build directory; automake exports srcdir, so
 # the data is found from a VPATH build too. SFTRACE overrides the binary.
@@ -10,8 +13,10 @@ set -u
 srcdir=${srcdir:-.}
 sftrace=${SFTRACE:-./tools/sftrace/sftrace}
 dir=$srcdir/tools/sftrace
+docs=$srcdir/docs/trace-format.md
 out=$(mktemp "${TMPDIR:-/tmp}/sftrace-test.XXXXXX") || exit 99
-trap 'rm -f "$out"' EXIT
+want=$(mktemp "${TMPDIR:-/tmp}/sftrace-test.XXXXXX") || exit 99
+trap 'rm -f "$out" "$want"' EXIT
 
 if [ ! -x "$sftrace" ]; then
     echo "test.sh: $sftrace is not built" >&2
@@ -76,8 +81,36 @@ EOH
     run "bad option" --frobnicate </dev/null
 } >"$out"
 
-if diff -u "$dir/sample.expected" "$out"; then
-    exit 0
-fi
-echo "test.sh: sftrace output differs from $dir/sample.expected (diff above)" >&2
-exit 1
+# TAP: one test point per comparison; the driver counts them (Makefile.am).
+echo "1..4"
+n=0
+# point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
+point() {
+    n=$((n + 1))
+    if diff -u "$2" "$3" >"$want.diff"; then
+        echo "ok $n - $1"
+    else
+        echo "not ok $n - $1"
+        sed 's/^/# /' "$want.diff"
+    fi
+}
+
+point "summary, --sorted, --timeline, --check and errors match sample.expected" \
+    "$dir/sample.expected" "$out"
+
+"$sftrace" --counts <"$dir/sample.trace" >"$out" 2>&1
+point "--counts matches sample.counts" "$dir/sample.counts" "$out"
+
+# --untimed is --sorted less its fourth column, Time
+"$sftrace" --sorted <"$dir/sample.trace" | cut -f1-3,5- >"$want"
+"$sftrace" --untimed <"$dir/sample.trace" >"$out" 2>&1
+point "--untimed is --sorted without Time" "$want" "$out"
+
+# The docs' tables, between the two marker lines, are --events byte for byte;
+# when they differ, replace them with the output of sftrace --events.
+sed -n '/^<!-- begin sftrace events table -->$/,/^<!-- end sftrace events table -->$/p' \
+    "$docs" | sed '1d;$d' >"$want"
+"$sftrace" --events >"$out" 2>&1
+point "the tables of docs/trace-format.md are sftrace --events" "$want" "$out"
+rm -f "$want.diff"
+exit 0

@@ -1,18 +1,10 @@
 /*
- * park.c - sleeping and waking (Linux futexes) and the asymmetric fence.
- *
- * Every sleep in libsf is a Dekker pair between a hot side that must stay
- * cheap (a task completing, a get submitting work) and a cold side that is
- * about to sleep anyway (a blocked getter, an idle worker). membarrier(2)
- * with MEMBARRIER_CMD_PRIVATE_EXPEDITED makes every running thread of the
- * process execute a full memory barrier, so the hot side needs only a compiler
- * barrier (sf__fence_light) when the cold side calls sf__fence_heavy. This is
- * the scheme of Linux's sys_membarrier and liburcu's urcu-memb flavour. Where
- * membarrier is missing both sides use seq_cst fences.
+ * platform.c - layer 0: futexes, membarrier, the clock. See platform.h.
  */
-#include "internal.h"
+#include "platform.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -20,7 +12,7 @@
 
 bool sf__asym;
 
-void sf__park_init(void)
+void sf__platform_init(void)
 {
     if (sf__asym)
         return; /* registration is per process and lasts */
@@ -29,6 +21,8 @@ void sf__park_init(void)
         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
         sf__asym = true; /* set before any worker exists; never cleared */
 }
+
+void sf__platform_after_fork(void) { sf__asym = false; }
 
 void sf__fence_heavy(void)
 {
@@ -50,6 +44,22 @@ void sf__futex_wait(void *word, uint32_t expect, long timeout_ns)
 void sf__futex_wake(void *word, int n)
 {
     (void)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+void sf__stack_bounds(uintptr_t *lo, size_t *size)
+{
+    pthread_attr_t attr;
+    void *addr = NULL;
+    size_t n = 0;
+    /* glibc fills in the main thread's stack too (from its mapping and
+     * RLIMIT_STACK). */
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &addr, &n) != 0)
+            addr = NULL, n = 0;
+        pthread_attr_destroy(&attr);
+    }
+    *lo = (uintptr_t)addr;
+    *size = n;
 }
 
 uint64_t sf__now_ns(void)

@@ -1,0 +1,96 @@
+/*
+ * claim.h - layer 1: claiming a future, the change of its state word that
+ * decides who runs its task (or discards it).
+ *
+ * A public future is claimed by CAS, by anyone (sf__claim_cas). A private
+ * future is claimed by its owner with plain stores, no read-modify-write and
+ * no fence (sf__claim_private_own): that is the fork-join fast path. A
+ * thread that must claim one particular private future it does not own (a
+ * get or release of another thread's future, the drain at shutdown, a helper
+ * that spun in vain) cannot wait for the owner, which may never call libsf
+ * again; it runs a Dekker protocol with the owner through the owner's gate
+ * (sf__claim_private_foreign). Which futures are private is the queue's
+ * business (pending.h); this layer only gives the two sides of the claim.
+ *
+ * The protocol. The foreign claimer announces the future in `foreign`,
+ * issues the heavy fence, backs off if the owner announced the same future in
+ * `claiming`, and else claims by CAS. The owner announces in `claiming`,
+ * issues the light fence and, if it sees the future in `foreign`, waits for
+ * that claimer's verdict; otherwise it checks that the state is still the
+ * PENDING it read (a claimer that finished before the announcement took it)
+ * and claims with a plain store. The membarrier behind the heavy fence puts
+ * a full barrier in the owner's instruction stream either before its
+ * announcement (then the owner sees `foreign`, or the finished claimer's CAS
+ * through `foreign`'s release/acquire) or after it (then the claimer sees
+ * `claiming` and backs off). The owner wins ties. One foreign claimer at a
+ * time per gate (flock), so `foreign` names at most one future.
+ *
+ * Invariant: while `claiming` == f, no thread other than the owner changes
+ * f's state, so the owner's plain store cannot be lost.
+ */
+#ifndef SF_CLAIM_H
+#define SF_CLAIM_H
+
+#include "future.h"
+
+struct sf__gate {
+    _Atomic(sf_future *) claiming; /* written by the owner only */
+    _Atomic(sf_future *) foreign;  /* written under flock only */
+    struct sf__lock flock;         /* a leaf lock: one foreign claimer at a time */
+};
+
+void sf__gate_init(struct sf__gate *g);
+void sf__gate_destroy(struct sf__gate *g);
+
+/* Anyone, on a public future: PENDING state *sp -> `to`. False, with *sp
+ * updated, if the state was no longer *sp. */
+static inline bool sf__claim_cas(sf_future *f, uint64_t *sp, uint64_t to)
+{
+    SF__ASSERT_TRANSITION(*sp, to);
+    /* Acquire: the claimer reads fn and val, written before the state's
+     * release store in sf__pending_push. */
+    return atomic_compare_exchange_strong_explicit(&f->state, sp, to, memory_order_acquire,
+                                                   memory_order_acquire);
+}
+
+bool sf__claim_private_contended(struct sf__gate *g, sf_future *f, uint64_t *sp, uint64_t to);
+
+/* The owner, on a private future of its own: PENDING state *sp -> `to`. */
+static inline bool sf__claim_private_own(struct sf__gate *g, sf_future *f, uint64_t *sp,
+                                         uint64_t to)
+{
+    SF__ASSERT_TRANSITION(*sp, to);
+    /* Relaxed: ordered against the foreign claimer's loads by the fence
+     * pair below, not by this store's own order. */
+    atomic_store_explicit(&g->claiming, f, memory_order_relaxed);
+    sf__fence_light();
+    /* Acquire: if a foreign claimer already finished and cleared `foreign`
+     * (release), its verdict on the state is visible to the load below. */
+    if (SF__UNLIKELY(atomic_load_explicit(&g->foreign, memory_order_acquire) == f))
+        return sf__claim_private_contended(g, f, sp, to);
+    /* A foreign claimer may have come and gone before our announcement:
+     * then it saw no claim of ours and may have taken f. Any later one sees
+     * our announcement and backs off, so if the state is still what we read,
+     * it stays ours. Relaxed: the acquire above ordered a finished claimer's
+     * CAS before this load. */
+    uint64_t now = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (SF__UNLIKELY(now != *sp)) {
+        atomic_store_explicit(&g->claiming, NULL, memory_order_release);
+        *sp = now;
+        return false;
+    }
+    /* Relaxed: nobody else writes f's state while we announce it (the
+     * invariant above). */
+    atomic_store_explicit(&f->state, to, memory_order_relaxed);
+    /* Release: a foreign claimer that sees claiming cleared (acquire) sees
+     * the state above, so its CAS from PENDING fails. */
+    atomic_store_explicit(&g->claiming, NULL, memory_order_release);
+    *sp = to;
+    return true;
+}
+
+/* Any thread but the owner, on a private future guarded by g: PENDING state
+ * *sp -> `to`. Takes g's flock (a leaf). */
+bool sf__claim_private_foreign(struct sf__gate *g, sf_future *f, uint64_t *sp, uint64_t to);
+
+#endif /* SF_CLAIM_H */

@@ -1,0 +1,26 @@
+/*
+ * config.h - layer 0: the runtime's configuration, resolved once at start
+ * from an sf_config, then the environment, then the defaults (config.c).
+ */
+#ifndef SF_CONFIG_H
+#define SF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sf.h"
+
+struct sf__cfg {
+    int threads;               /* threads that run tasks at once; pool = threads - 1 */
+    bool trace;
+    char *trace_file;          /* malloc'd; NULL: stderr */
+    bool trace_file_from_env;  /* a bad one is reported, not an error */
+    size_t stack_size;         /* of each pool worker */
+};
+
+/* Fills *out from cfg (NULL: all from the environment). Returns 0, or -1 with
+ * errno EINVAL (a cfg field out of range) or ENOMEM. A bad environment value
+ * is reported on stderr and replaced by its default, never an error. */
+int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out);
+
+#endif /* SF_CONFIG_H */

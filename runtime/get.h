@@ -1,0 +1,66 @@
+/*
+ * get.h - layer 4: sf_get's work once the caller has its thread struct: the
+ * fork-join fast path inline, everything else in get.c (whose top comment
+ * holds the deadlock-freedom argument).
+ */
+#ifndef SF_GET_H
+#define SF_GET_H
+
+#include "pool.h"
+
+void *sf__get_slow(struct sf__thread *me, sf_future *f);
+
+/*
+ * At every get: publishes the caller's pending tasks if a thief asked, submits
+ * them, publishes them too if a worker is idle, and tells idle workers.
+ */
+static inline __attribute__((always_inline)) void sf__get_submit(struct sf__thread *me,
+                                                                bool traced)
+{
+    if (sf__pending_poll(&me->q))
+        sf__pool_notify();
+    uint64_t n = sf__pending_submit(&me->q);
+    if (n != 0) {
+        /* A worker is idle: publish now rather than make it ask through
+         * `want` and wait for our next get, which may be a whole task away. */
+        if (sf__pool_has_idle())
+            sf__pending_publish(&me->q);
+        if (traced)
+            sf__trace_event(me, SF__EV_SUBMIT, n, 0);
+        sf__pool_notify();
+    }
+}
+
+/*
+ * The result of f, whose state the caller read as s (acquire, not DONE
+ * unless traced). `traced` is a constant at each call site: the untraced copy
+ * carries no trace test at all.
+ *
+ * The fast path of fork-join code: f is the caller's newest pending task,
+ * usually private. Claim it (plain stores when private: no atomic
+ * read-modify-write, no fence), drop its slot, run it here.
+ */
+static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me, sf_future *f,
+                                                           uint64_t s, bool traced)
+{
+    if (traced && sf__status(s) == SF__DONE) { /* the untraced caller returns DONE itself */
+        sf__trace_event(me, SF__EV_GET, s, 0);
+        return f->val;
+    }
+    if (traced)
+        sf__trace_event(me, SF__EV_GSTART, s, 0);
+    sf__get_submit(me, traced);
+    if (SF__LIKELY(sf__pending_holds(&me->q, s))) {
+        uint64_t run = sf__with_status(s, SF__RUNNING);
+        if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
+            sf__pending_trim(&me->q, f);
+            sf__run(me, f, run, SF__HOW_INLINE, traced);
+            if (traced)
+                sf__trace_event(me, SF__EV_GDONE, run, 0);
+            return f->val;
+        }
+    }
+    return sf__get_slow(me, f);
+}
+
+#endif /* SF_GET_H */

@@ -1,0 +1,58 @@
+/*
+ * pool.h - layer 4: the fixed pool of workers, and how the threads that make
+ * work public tell idle workers about it.
+ */
+#ifndef SF_POOL_H
+#define SF_POOL_H
+
+#include "run.h"
+
+struct sf__pool {
+    /* Read by every get that submits: apart from the counters below. */
+    _Alignas(64) _Atomic int idle_workers;   /* idle workers, awake or asleep */
+    _Atomic int idle_sleepers;               /* idle workers asleep on idle_seq */
+    _Alignas(64) _Atomic uint32_t idle_seq;  /* futex word of idle workers */
+    _Alignas(64) _Atomic int busy;           /* workers running a taken task */
+    _Atomic int peak_busy;
+    _Atomic int stop;                        /* workers leave */
+    int workers, nstarted;
+    pthread_t *tids;
+};
+extern struct sf__pool sf__pool;
+
+/* Starts up to `workers` workers with the given stack size and returns how
+ * many it started: all of them, or those started before the first failure,
+ * whose error (pthread_create's, or ENOMEM) is in *err. The pool runs with
+ * what it got, down to none: every task then runs in the thread that gets
+ * it. */
+int sf__pool_start(int workers, size_t stack_size, int *err);
+/* Stops and joins every worker. Takes no lock: a worker's last task may call
+ * into libsf (sf_init, sf_shutdown) and must find no lock held. */
+void sf__pool_stop(void);
+void sf__pool_wake_one(void);
+/* In a child after fork(): the workers do not exist there; forget them. */
+void sf__pool_after_fork(void);
+
+/* Is a worker idle? A hint for submitters (pending.h, sf__pending_submit):
+ * relaxed, a worker that goes idle just after asks through `want`. */
+static inline bool sf__pool_has_idle(void)
+{
+    return atomic_load_explicit(&sf__pool.idle_workers, memory_order_relaxed) > 0;
+}
+
+/*
+ * Call after making work claimable by idle workers (submitting, publishing):
+ * wakes one if any sleeps. Dekker with a worker going to sleep (pool.c,
+ * worker_main): it raises idle_sleepers, issues the heavy fence, then
+ * rescans; we made our work visible, issue the light fence, then read
+ * idle_sleepers. One of the two sees the other's write.
+ */
+static inline void sf__pool_notify(void)
+{
+    sf__fence_light();
+    /* Relaxed: ordered by the fence pair above. */
+    if (atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0)
+        sf__pool_wake_one();
+}
+
+#endif /* SF_POOL_H */

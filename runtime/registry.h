@@ -1,0 +1,96 @@
+/*
+ * registry.h - layer 3: the threads that use libsf, and the global pending
+ * set.
+ *
+ * Every thread that calls into libsf gets a struct sf__thread the first time
+ * (registry.c), found again through TLS. The registry of all of them is the
+ * global pending set: the union of their pending queues is every task not yet
+ * started, and blocked getters, idle workers and the drain at shutdown search
+ * it by scanning the queues. The registry never starts the runtime: a caller
+ * that finds no thread for itself (sf__thread_self() == NULL) decides
+ * (lifecycle.c).
+ */
+#ifndef SF_REGISTRY_H
+#define SF_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pending.h"
+
+/* Everything per thread. Owner-only fields are written by that thread alone. */
+struct sf__thread {
+    struct sf__pending q;      /* its pending queue (its own cache lines) */
+    int id;                    /* index in the registry; the trace's Thread column */
+    bool is_worker;            /* a pool worker */
+    _Atomic int alive;         /* 0 once its thread exited: may be adopted */
+    unsigned depth;            /* tasks running nested on this thread now (owner) */
+    uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
+    _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
+    uintptr_t stack_lo;        /* the thread's stack, lowest address (0: unknown) */
+    size_t stack_size;         /* ... and size: how deep helping may nest (get.c) */
+    struct sf__freelist free;  /* its free futures (owner) */
+    /* Counters: written by the owner only (SF__BUMP), read by anyone. */
+    _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
+        c_blocked, c_sleeps;
+    /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
+    char *tbuf;
+    size_t tlen;
+};
+
+/* The calling thread's cached registration. */
+struct sf__tls {
+    struct sf__thread *me;
+    unsigned gen;
+};
+extern __thread struct sf__tls sf__tls __attribute__((tls_model("initial-exec")));
+/* Bumped at every registry init and destroy: a cached registration of an
+ * older generation is stale. */
+extern _Atomic unsigned sf__registry_gen;
+
+/* The calling thread's struct, or NULL if it has none in this registry. */
+static inline struct sf__thread *sf__thread_self(void)
+{
+    struct sf__thread *me = sf__tls.me;
+    /* Relaxed: gen only tells a thread that its cached struct belongs to a
+     * runtime that was shut down; sf_shutdown() may not race with other calls
+     * (sf.h), so any later value read here was published before this thread's
+     * next call by whatever synchronised it with the shutdown. */
+    if (SF__LIKELY(me != NULL &&
+                   sf__tls.gen == atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)))
+        return me;
+    return NULL;
+}
+
+/* Threads registered at once, dead ones adopted: the ids future.h allows. */
+#define SF__MAX_THREADS_REGISTERED SF__MAX_THREAD_IDS
+
+/*
+ * Opens a registry. on_exit(t) runs on a registered thread when it exits
+ * (from a pthread key destructor), before t is marked dead. Returns 0, or -1
+ * with errno EAGAIN (no pthread key left).
+ */
+int sf__registry_init(void (*on_exit)(struct sf__thread *t));
+/* Frees every thread's struct and queue. Nobody may use them any more. */
+void sf__registry_destroy(void);
+/*
+ * Registers the calling thread (a pool worker when `worker`), adopting the
+ * struct of an exited thread whose queue holds nothing pending, or making a
+ * new one. Returns it, or NULL with errno EAGAIN (SF__MAX_THREADS_REGISTERED
+ * live threads) or ENOMEM. Takes the registry lock (debug.h: rank REGISTRY).
+ */
+struct sf__thread *sf__registry_register(bool worker);
+
+/* In a child after fork(): forget every thread (only the forking one exists;
+ * the structs' copies leak), so the next init starts an empty registry. */
+void sf__registry_after_fork(void);
+
+/* Threads registered so far (ids 0 .. count-1); only grows until destroy. */
+int sf__registry_count(void);
+/* Thread i < sf__registry_count(): valid until destroy. */
+struct sf__thread *sf__registry_get(int i);
+
+/* Owner: its next pseudo-random number. */
+static inline uint32_t sf__thread_rand(struct sf__thread *me) { return sf__xorshift32(&me->rng); }
+
+#endif /* SF_REGISTRY_H */

@@ -1,0 +1,83 @@
+/*
+ * run.h - layer 4: the one path that runs a claimed task and completes its
+ * future. Every runner goes through sf__run: a get of the future itself
+ * (SF__HOW_INLINE), an idle pool worker (POOL), a blocked get helping
+ * (STEAL), the drain at shutdown (DRAIN).
+ *
+ * Completion has two cases, chosen by who runs the task:
+ *  - INLINE: the runner is inside sf_get() of this very future, so the
+ *    caller's reference is alive and no sf_release() can race (sf.h: release
+ *    after every get returned). A release store of DONE suffices.
+ *  - any other runner: the owner may release the future at any moment, so the
+ *    runner publishes DONE with an exchange, which also tells it whether the
+ *    future was orphaned meanwhile (then the runner frees it).
+ * Either way, getters asleep on the future are found through f->waiters with
+ * the asymmetric Dekker pair of platform.h: the runner's light fence (or the
+ * exchange, a full barrier) here, the sleeper's heavy fence in get.c.
+ */
+#ifndef SF_RUN_H
+#define SF_RUN_H
+
+#include <limits.h>
+
+#include "trace.h"
+
+/* The out-of-line copy, for runners off the fork-join fast path. */
+void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
+
+/*
+ * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
+ * and completes f. `how` and `traced` are constants at every call site, so
+ * each copy keeps only its own branches; traced is sf__trace_on or false.
+ * No runtime lock may be held (debug.h checks).
+ */
+static inline __attribute__((always_inline)) void
+sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
+{
+    switch (how) {
+    case SF__HOW_INLINE: SF__BUMP(me->c_inline); break;
+    case SF__HOW_POOL: SF__BUMP(me->c_pool); break;
+    case SF__HOW_STEAL: SF__BUMP(me->c_stolen); break;
+    case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
+    default: break;
+    }
+    if (traced)
+        sf__trace_event(me, SF__EV_FSTART, claimed, how);
+    sf__witness_assert_none("a task starts");
+    me->depth++;
+    void *r = f->u.fn(f->val);
+    me->depth--;
+    /* Trace before publishing: once DONE is visible the future may be
+     * recycled, so only the local copy of its state names it afterwards. */
+    if (traced)
+        sf__trace_event(me, SF__EV_FDONE, claimed, 0);
+    f->val = r;
+    uint64_t done = sf__with_status(claimed, SF__DONE);
+    if (how == SF__HOW_INLINE) {
+        SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
+        /* Release: getters that load DONE (acquire) see val. */
+        atomic_store_explicit(&f->state, done, memory_order_release);
+        /* Dekker with a sleeping getter (get.c): light fence here, heavy
+         * fence there; one of us sees the other's write. */
+        sf__fence_light();
+    } else {
+        /* acq_rel: release publishes val; acquire takes over a future that
+         * sf_release() orphaned, to free it. */
+        uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
+        SF__ASSERT_TRANSITION(old, done);
+        if (old & SF__ORPHAN) {
+            /* Nobody holds it and nobody may get it: ours to free. */
+            sf__future_put(&me->free, f, done);
+            return;
+        }
+    }
+    /* Relaxed: ordered by the fence (or the exchange, a full barrier) above
+     * against the sleeper's heavy fence. After DONE the owner may already
+     * have recycled f; then this reads another incarnation's count and at
+     * worst wakes its sleepers spuriously (they recheck), which type-stable
+     * memory makes safe. */
+    if (SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
+        sf__futex_wake(sf__future_futex(f), INT_MAX);
+}
+
+#endif /* SF_RUN_H */

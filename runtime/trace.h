@@ -1,0 +1,60 @@
+/*
+ * trace.h - layer 4: SF_TRACE, the schedule trace. Its format is defined once
+ * in trace_format.h (shared with tools/sftrace); docs/trace-format.md says
+ * the same. Off, an event costs one predictable branch.
+ */
+#ifndef SF_TRACE_H
+#define SF_TRACE_H
+
+#include "registry.h"
+#include "trace_format.h"
+
+enum sf__event {
+#define SF__EV_ENUM(id, name, args, meaning) SF__EV_##id,
+    SF_TRACE_EVENTS(SF__EV_ENUM)
+#undef SF__EV_ENUM
+    SF__EV_COUNT
+};
+
+/* How a task came to run: the FStart argument, and which counter it bumps. */
+enum sf__how {
+#define SF__HOW_ENUM(id, name, meaning) SF__HOW_##id,
+    SF_TRACE_HOWS(SF__HOW_ENUM)
+#undef SF__HOW_ENUM
+    SF__HOW_COUNT
+};
+
+/* Tracing is on: set at start before any worker exists, cleared at stop
+ * after they are joined, so every thread reads it without ordering. */
+extern bool sf__trace_on;
+
+/*
+ * Starts tracing to path (NULL: stderr; the file is truncated) and writes the
+ * header. Time 0 is this call (sf__trace_restart_clock moves it). Returns 0,
+ * or -1 with open(2)'s errno.
+ */
+int sf__trace_open(const char *path);
+/* Makes now Time 0.000 (the Init line). */
+void sf__trace_restart_clock(void);
+/* Flushes every thread's buffer and stops tracing. Quiet runtime only. */
+void sf__trace_close(void);
+/* In a child after fork(): stop tracing without writing the parent's
+ * buffered lines (the parent writes them). */
+void sf__trace_after_fork(void);
+/* Writes t's buffered lines. Owner, or anyone once t's thread is quiet. */
+void sf__trace_flush(struct sf__thread *t);
+
+/*
+ * Logs event ev for thread t (its owner). Arguments by the event's spec in
+ * trace_format.h, in order: a task is its state word (any status; the tag
+ * names it), a thread an id, a count a number, a how an enum sf__how.
+ */
+void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b);
+
+#define SF__TRACE(t, ev, a, b)                                                     \
+    do {                                                                       \
+        if (SF__UNLIKELY(sf__trace_on))                                        \
+            sf__trace_event((t), SF__EV_##ev, (uint64_t)(a), (uint64_t)(b));   \
+    } while (0)
+
+#endif /* SF_TRACE_H */

@@ -1,0 +1,69 @@
+/*
+ * trace_format.h - the one definition of libsf's trace format, shared by the
+ * runtime that writes traces (runtime/trace.c) and the tool that reads them
+ * (tools/sftrace). docs/trace-format.md describes the same table; sftrace
+ * --events prints it from here and tools/sftrace/test.sh compares the two.
+ *
+ * Freestanding: no runtime type, no libc beyond what X-macros need, so a
+ * tool can include it without linking libsf.
+ *
+ * A trace is a header line, SF_TRACE_HEADER, then one line per event:
+ *
+ *     Thread <TAB> Queue <TAB> Asleep <TAB> Time <TAB> Event [<TAB> arg]...
+ *
+ * Thread, Queue and Asleep are non-negative decimal integers; Time is
+ * milliseconds since the runtime started with exactly three decimals.
+ *
+ * SF_TRACE_EVENTS(X) lists every event as
+ *     X(ID, "name", "argument spec", "meaning")
+ * The argument spec is a space-separated list of argument kinds, one per
+ * tab-separated column after the event name:
+ *     task      a task name T.N (T the queuing thread's id, N its sf_do count)
+ *     thread    a thread id
+ *     count     a non-negative decimal integer
+ *     how       one of the names of SF_TRACE_HOWS
+ *     key=count the literal "key=" followed by a count
+ * An event with the empty spec has no argument column.
+ */
+#ifndef SF_TRACE_FORMAT_H
+#define SF_TRACE_FORMAT_H
+
+#define SF_TRACE_HEADER "Thread\tQueue\tAsleep\tTime\tMessage..."
+
+/* The columns before the event name. */
+#define SF_TRACE_FIXED_COLUMNS 4
+
+#define SF_TRACE_EVENTS(X)                                                                 \
+    X(INIT, "Init", "threads=count workers=count", "the runtime started")                 \
+    X(DO, "Do", "task", "`sf_do` queued a task")                                          \
+    X(GSTART, "GStart", "task", "an `sf_get` on task began and the task was not done")    \
+    X(GET, "Get", "task", "an `sf_get` found the task already done")                      \
+    X(SUBMIT, "Submit All", "count",                                                       \
+      "a get submitted the n tasks this thread queued since its previous get (an idle "    \
+      "pool worker may now take them); a get with nothing new to submit writes no such "   \
+      "line")                                                                              \
+    X(TAKE, "Take", "task thread",                                                         \
+      "an idle pool worker took a submitted task from a thread's queue")                  \
+    X(STEAL, "Steal", "task thread", "a blocked get took a pending task to run while it waits") \
+    X(FSTART, "FStart", "task how", "a task starts running on this thread")               \
+    X(FDONE, "FDone", "task", "the task finished on this thread")                         \
+    X(NON_PENDING, "Non Pending", "task", "a get waiting on task found nothing to run")   \
+    X(SLEEP, "Sleep", "task", "that get went to sleep")                                   \
+    X(WAKE, "Wake", "task", "it woke up")                                                 \
+    X(GDONE, "GDone", "task", "the get that logged `GStart` returns")                     \
+    X(DISCARD, "Discard", "task",                                                          \
+      "the future was released before the task started: it never runs")                   \
+    X(IDLE, "Idle", "", "a pool worker found no submitted task and sleeps")               \
+    X(SHUTDOWN, "Shutdown", "drained=count", "`sf_shutdown` ran N still-pending tasks, then stopped")
+
+/*
+ * SF_TRACE_HOWS(X): how a task came to run, the `how` argument of FStart.
+ *     X(ID, "name", "meaning")
+ */
+#define SF_TRACE_HOWS(X)                                                                   \
+    X(INLINE, "inline", "run by a get of its own future")                                 \
+    X(POOL, "pool", "taken by an idle pool worker")                                       \
+    X(STEAL, "steal", "run by a blocked get, helping")                                    \
+    X(DRAIN, "drain", "run by `sf_shutdown`")
+
+#endif /* SF_TRACE_FORMAT_H */

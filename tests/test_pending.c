@@ -1,0 +1,336 @@
+/*
+ * test_pending.c - the pending queue alone (runtime/pending.h), as a data
+ * structure: no runtime is started. Linked against libsfcore.la, the
+ * library's internal objects, so the test calls the sf__pending_ API
+ * directly. Owner operations run on the thread that initialised the queue;
+ * foreign ones (steal, foreign claim) on threads of their own.
+ */
+#include "testutil.h"
+
+#include "pending.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ID 3
+#define NF 1200
+
+static _Alignas(64) sf_future fs[NF]; /* zeroed: every future FREE */
+static struct sf__pending q;
+
+static void *fn(void *arg) { return arg; }
+
+static uint64_t tag_of(uint64_t seq) { return ((uint64_t)ID << SF__SEQ_BITS) | seq; }
+static uint64_t st(const sf_future *f) { return atomic_load(&((sf_future *)f)->state); }
+static uint64_t top(void) { return atomic_load(&q.top); }
+static uint64_t bottom(void) { return atomic_load(&q.bottom); }
+
+static void setup(void)
+{
+    memset(fs, 0, sizeof fs);
+    ck_assert_int_eq(sf__pending_init(&q, ID), 0);
+}
+
+static void teardown(void) { sf__pending_destroy(&q); }
+
+static void push(sf_future *f)
+{
+    f->u.fn = fn;
+    f->val = f;
+    ck_assert(sf__pending_push(&q, f));
+}
+
+/* The owner claims f as sf_get does: to RUNNING, then trims. */
+static void own_run(sf_future *f)
+{
+    uint64_t s = st(f);
+    ck_assert(sf__pending_holds(&q, s));
+    ck_assert(sf__pending_claim_own(&q, f, &s, sf__with_status(s, SF__RUNNING)));
+    sf__pending_trim(&q, f);
+}
+
+START_TEST(push_tags_and_pop_lifo)
+{
+    for (int i = 0; i < 3; i++) {
+        push(&fs[i]);
+        ck_assert_uint_eq(st(&fs[i]), (tag_of((uint64_t)i) << SF__TAG_SHIFT) | SF__PENDING);
+        ck_assert(sf__pending_holds(&q, st(&fs[i])));
+        ck_assert_int_eq(sf__tag_thread(st(&fs[i])), ID);
+        ck_assert_uint_eq(sf__tag_seq(st(&fs[i])), (uint64_t)i);
+    }
+    ck_assert_uint_eq(top(), 0);
+    ck_assert_uint_eq(bottom(), 3);
+    for (int i = 2; i >= 0; i--) {
+        uint64_t claimed = 0;
+        ck_assert_ptr_eq(sf__pending_pop(&q, &claimed), &fs[i]);
+        ck_assert_uint_eq(claimed, (tag_of((uint64_t)i) << SF__TAG_SHIFT) | SF__RUNNING);
+        ck_assert_uint_eq(st(&fs[i]), claimed);
+        ck_assert(!sf__pending_holds(&q, st(&fs[i])));
+        ck_assert_uint_eq(bottom(), (uint64_t)i);
+    }
+    uint64_t claimed = 0;
+    ck_assert_ptr_null(sf__pending_pop(&q, &claimed));
+    /* A future of another queue (another id in its tag) is not held here. */
+    ck_assert(!sf__pending_holds(&q, (((uint64_t)(ID + 1) << SF__SEQ_BITS) << SF__TAG_SHIFT) |
+                                         SF__PENDING));
+}
+END_TEST
+
+/* Past SF__RING_MIN the ring doubles; every task stays in order. */
+START_TEST(ring_grows)
+{
+    for (int i = 0; i < NF; i++)
+        push(&fs[i]);
+    struct sf__ring *r = atomic_load(&q.ring);
+    ck_assert_uint_ge(r->mask + 1, NF);
+    ck_assert_uint_eq((r->mask + 1) & r->mask, 0); /* a power of two */
+    ck_assert_ptr_nonnull(r->retired);             /* the old rings are kept */
+    ck_assert_uint_eq(bottom() - top(), NF);
+    for (int i = NF - 1; i >= 0; i--) {
+        uint64_t claimed;
+        ck_assert_ptr_eq(sf__pending_pop(&q, &claimed), &fs[i]);
+        ck_assert_uint_eq(sf__tag_seq(claimed), (uint64_t)i);
+    }
+    ck_assert_uint_eq(bottom(), top());
+}
+END_TEST
+
+/* Growth trims first: a full ring of finished tasks does not double. */
+START_TEST(grow_reuses_a_trimmed_ring)
+{
+    for (int i = 0; i < SF__RING_MIN; i++) {
+        push(&fs[i]);
+        uint64_t s = st(&fs[i]);
+        /* finished elsewhere: the slot stays until a trim */
+        ck_assert(sf__claim_cas(&fs[i], &s, sf__with_status(s, SF__RUNNING)));
+    }
+    ck_assert_uint_eq(bottom(), SF__RING_MIN);
+    push(&fs[SF__RING_MIN]);
+    ck_assert_uint_eq(atomic_load(&q.ring)->mask + 1, SF__RING_MIN);
+    ck_assert_uint_eq(top(), SF__RING_MIN);
+    ck_assert_uint_eq(bottom(), SF__RING_MIN + 1);
+}
+END_TEST
+
+START_TEST(trim_drops_the_newest_slot)
+{
+    push(&fs[0]);
+    push(&fs[1]);
+    own_run(&fs[1]);
+    ck_assert_uint_eq(bottom(), 1);
+    own_run(&fs[0]);
+    ck_assert_uint_eq(bottom(), 0);
+    ck_assert_uint_eq(top(), 0);
+}
+END_TEST
+
+/* Tasks got oldest first: the top moves on, the bottom stays on pending work. */
+START_TEST(trim_after_the_oldest)
+{
+    for (int i = 0; i < 4; i++)
+        push(&fs[i]);
+    own_run(&fs[0]);
+    ck_assert_uint_eq(top(), 1);
+    ck_assert_uint_eq(bottom(), 4);
+    own_run(&fs[1]);
+    ck_assert_uint_eq(top(), 2);
+    /* The newest finished elsewhere, then one below it got: the bottom drops
+     * every finished slot at once. */
+    uint64_t s = st(&fs[3]);
+    ck_assert(sf__claim_cas(&fs[3], &s, sf__with_status(s, SF__RUNNING)));
+    ck_assert_uint_eq(bottom(), 4);
+    own_run(&fs[2]);
+    ck_assert_uint_eq(bottom(), top());
+}
+END_TEST
+
+START_TEST(trim_top_skips_finished_slots)
+{
+    for (int i = 0; i < 5; i++)
+        push(&fs[i]);
+    for (int i = 0; i < 3; i++) { /* claimed by others */
+        uint64_t s = st(&fs[i]);
+        ck_assert(sf__claim_cas(&fs[i], &s, sf__with_status(s, SF__RUNNING)));
+    }
+    sf__pending_trim_top(&q, 2);
+    ck_assert_uint_eq(top(), 2);
+    sf__pending_trim_top(&q, UINT64_MAX);
+    ck_assert_uint_eq(top(), 3); /* stops at the first pending task */
+    ck_assert_uint_eq(bottom(), 5);
+}
+END_TEST
+
+START_TEST(submit_counts_new_tasks)
+{
+    ck_assert_uint_eq(sf__pending_submit(&q), 0);
+    for (int i = 0; i < 3; i++)
+        push(&fs[i]);
+    ck_assert_uint_eq(atomic_load(&q.sub_seq), tag_of(0));
+    ck_assert_uint_eq(sf__pending_submit(&q), 3);
+    ck_assert_uint_eq(atomic_load(&q.sub_seq), tag_of(3));
+    ck_assert_uint_eq(sf__pending_submit(&q), 0);
+    push(&fs[3]);
+    ck_assert_uint_eq(sf__pending_submit(&q), 1);
+}
+END_TEST
+
+START_TEST(publish_and_poll)
+{
+    ck_assert(!sf__pending_publish(&q)); /* nothing to publish */
+    push(&fs[0]);
+    push(&fs[1]);
+    ck_assert(!sf__pending_poll(&q)); /* nobody asked */
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(0));
+    atomic_store(&q.want, 1);
+    ck_assert(sf__pending_poll(&q));
+    ck_assert_int_eq(atomic_load(&q.want), 0);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(2));
+    ck_assert(!sf__pending_publish(&q));
+    push(&fs[2]);
+    ck_assert(sf__pending_publish(&q));
+    /* A public task is claimed by CAS, by the owner too. */
+    own_run(&fs[2]);
+    ck_assert_uint_eq(sf__status(st(&fs[2])), SF__RUNNING);
+}
+END_TEST
+
+/* Foreign scans, each from a thread that does not own the queue. */
+struct steal_arg {
+    unsigned flags;
+    sf_future *got;
+    uint64_t claimed;
+};
+
+static void *steal_thread(void *p)
+{
+    struct steal_arg *a = p;
+    a->got = sf__pending_steal(&q, a->flags, UINT64_MAX, &a->claimed);
+    return NULL;
+}
+
+static sf_future *steal(unsigned flags, uint64_t *claimed)
+{
+    struct steal_arg a = {flags, NULL, 0};
+    tu_run_on_thread(steal_thread, &a, 0);
+    *claimed = a.claimed;
+    return a.got;
+}
+
+START_TEST(steal_flags)
+{
+    uint64_t claimed;
+    push(&fs[0]);
+    push(&fs[1]);
+    /* Private tasks: a plain steal fails and asks for them. */
+    ck_assert_ptr_null(steal(0, &claimed));
+    ck_assert_int_eq(atomic_load(&q.want), 1);
+    /* Not submitted: an idle worker's scan takes nothing, even private ones. */
+    ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed));
+    ck_assert_uint_eq(sf__pending_submit(&q), 2);
+    /* Submitted but private: SF__STEAL_PRIVATE claims the oldest through the
+     * gate. */
+    ck_assert_ptr_eq(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed), &fs[0]);
+    ck_assert_uint_eq(claimed, (tag_of(0) << SF__TAG_SHIFT) | SF__RUNNING);
+    ck_assert_uint_eq(st(&fs[0]), claimed);
+    /* Published: a plain steal takes the next one by CAS. */
+    ck_assert(sf__pending_poll(&q));
+    ck_assert_ptr_eq(steal(0, &claimed), &fs[1]);
+    ck_assert_ptr_null(steal(SF__STEAL_PRIVATE, &claimed));
+    /* Pushed after the submit: public once published, but not submitted. */
+    push(&fs[2]);
+    ck_assert(sf__pending_publish(&q));
+    ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED, &claimed));
+    ck_assert_ptr_eq(steal(0, &claimed), &fs[2]);
+}
+END_TEST
+
+START_TEST(has_pending_and_discard)
+{
+    ck_assert(!sf__pending_has_pending(&q));
+    push(&fs[0]);
+    ck_assert(sf__pending_has_pending(&q));
+    uint64_t s = st(&fs[0]);
+    ck_assert(sf__pending_claim_own(&q, &fs[0], &s, SF__FREE)); /* discard */
+    ck_assert_uint_eq(st(&fs[0]), SF__FREE);
+    ck_assert(!sf__pending_has_pending(&q));
+    /* A slot whose future was discarded is dropped by the next pop. */
+    uint64_t claimed;
+    ck_assert_ptr_null(sf__pending_pop(&q, &claimed));
+    ck_assert_uint_eq(bottom(), 0);
+}
+END_TEST
+
+/*
+ * The owner's private claim against a foreign claimer through the gate,
+ * racing on the same future: exactly one of them wins, every round.
+ */
+#define ROUNDS (TU_SANITIZED ? 2000 : 20000)
+static atomic_int round_no, foreign_done, foreign_wins;
+
+static void *foreign_racer(void *arg)
+{
+    (void)arg;
+    for (int r = 1; r <= ROUNDS; r++) {
+        while (atomic_load(&round_no) < r)
+            ;
+        sf_future *f = &fs[r % NF];
+        uint64_t s = st(f);
+        if (sf__pending_holds(&q, s) &&
+            sf__pending_claim_foreign(&q, f, &s, sf__with_status(s, SF__RUNNING)))
+            atomic_fetch_add(&foreign_wins, 1);
+        atomic_store(&foreign_done, r);
+    }
+    return NULL;
+}
+
+START_TEST(owner_and_foreign_claim_race)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, foreign_racer, NULL), 0);
+    int owner_wins = 0;
+    for (int r = 1; r <= ROUNDS; r++) {
+        sf_future *f = &fs[r % NF];
+        atomic_store(&f->state, SF__FREE);
+        push(f);
+        atomic_store(&round_no, r);
+        uint64_t s = st(f);
+        if (sf__pending_holds(&q, s) &&
+            sf__pending_claim_own(&q, f, &s, sf__with_status(s, SF__RUNNING)))
+            owner_wins++;
+        while (atomic_load(&foreign_done) < r)
+            ;
+        ck_assert_uint_eq(sf__status(st(f)), SF__RUNNING);
+        int fw = atomic_load(&foreign_wins);
+        ck_assert_msg(owner_wins + fw == r, "round %d: owner won %d, foreign %d: a double claim",
+                      r, owner_wins, fw);
+        sf__pending_trim(&q, f);
+        ck_assert_uint_eq(bottom(), top());
+    }
+    pthread_join(th, NULL);
+    int fw = atomic_load(&foreign_wins);
+    ck_assert_int_eq(owner_wins + fw, ROUNDS);
+}
+END_TEST
+
+static Suite *pending_suite(void)
+{
+    Suite *s = suite_create("pending");
+    TCase *tc = tcase_create("pending");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, TU_SANITIZED ? 240 : 60);
+    tcase_add_test(tc, push_tags_and_pop_lifo);
+    tcase_add_test(tc, ring_grows);
+    tcase_add_test(tc, grow_reuses_a_trimmed_ring);
+    tcase_add_test(tc, trim_drops_the_newest_slot);
+    tcase_add_test(tc, trim_after_the_oldest);
+    tcase_add_test(tc, trim_top_skips_finished_slots);
+    tcase_add_test(tc, submit_counts_new_tasks);
+    tcase_add_test(tc, publish_and_poll);
+    tcase_add_test(tc, steal_flags);
+    tcase_add_test(tc, has_pending_and_discard);
+    tcase_add_test(tc, owner_and_foreign_claim_race);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(pending_suite)

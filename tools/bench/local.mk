@@ -1,0 +1,53 @@
+# tools/bench/local.mk - included by the top Makefile.am (paths are from the
+# top directory). The benchmark programs are EXTRA_PROGRAMS: plain `make`
+# builds none of them, `make bench-programs` builds those whose peer configure
+# found (tools/bench/run calls it). Compiler flags are the build's own
+# (CFLAGS; tools/bench/run wants an optimised build and says so otherwise);
+# libsf is linked statically, as the peers' headers-and-runtime are.
+
+bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf
+EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf \
+	tools/bench/bench_tbb tools/bench/bench_gomp
+
+tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h
+
+tools_bench_bench_sf_SOURCES = tools/bench/src/bench_sf.c tools/bench/src/common.h
+tools_bench_bench_sf_LDADD = libsf.la
+tools_bench_bench_sf_LDFLAGS = -static
+
+tools_bench_mem_sf_SOURCES = tools/bench/src/mem_sf.c tools/bench/src/common.h
+tools_bench_mem_sf_LDADD = libsf.la
+tools_bench_mem_sf_LDFLAGS = -static
+
+tools_bench_bench_tbb_SOURCES = tools/bench/src/bench_tbb.cpp tools/bench/src/common.h
+tools_bench_bench_tbb_CPPFLAGS = $(AM_CPPFLAGS) $(TBB_CFLAGS)
+tools_bench_bench_tbb_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread
+tools_bench_bench_tbb_LDADD = $(TBB_LIBS)
+
+tools_bench_bench_gomp_SOURCES = tools/bench/src/bench_omp.c tools/bench/src/common.h
+tools_bench_bench_gomp_CPPFLAGS = $(AM_CPPFLAGS) -DOMP_RUNTIME_NAME='"gomp"'
+tools_bench_bench_gomp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+tools_bench_bench_gomp_LDFLAGS = $(OPENMP_CFLAGS)
+
+# clang is a second compiler, outside automake's one-compiler-per-language
+# model: one explicit rule, with the build's CFLAGS.
+EXTRA_DIST += tools/bench/src/bench_omp.c
+tools/bench/bench_llomp$(EXEEXT): $(srcdir)/tools/bench/src/bench_omp.c $(srcdir)/tools/bench/src/common.h
+	@$(MKDIR_P) tools/bench
+	$(AM_V_CC)$(CLANG) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) -DOMP_RUNTIME_NAME='"llomp"' \
+		-std=c11 -Wall -Wextra -pthread $(CFLAGS) -fopenmp=libomp \
+		-o $@ $(srcdir)/tools/bench/src/bench_omp.c $(LDFLAGS)
+
+if BENCH_TBB
+bench_programs += tools/bench/bench_tbb
+endif
+if BENCH_GOMP
+bench_programs += tools/bench/bench_gomp
+endif
+if BENCH_LLOMP
+bench_programs += tools/bench/bench_llomp
+endif
+
+bench-programs: $(bench_programs)
+.PHONY: bench-programs
+CLEANFILES += $(EXTRA_PROGRAMS) tools/bench/bench_llomp$(EXEEXT)
