@@ -53,6 +53,8 @@ bool sf__claim_private_foreign(struct sf__gate *g, sf_future *f, uint64_t *sp, u
             sf__pause();
         /* Acquire: the caller may act on the new state (a DONE's val). */
         *sp = atomic_load_explicit(&f->state, memory_order_acquire);
+    } else {
+        *sp = to;
     }
     return ok;
 }

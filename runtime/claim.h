@@ -42,15 +42,19 @@ struct sf__gate {
 void sf__gate_init(struct sf__gate *g);
 void sf__gate_destroy(struct sf__gate *g);
 
-/* Anyone, on a public future: PENDING state *sp -> `to`. False, with *sp
- * updated, if the state was no longer *sp. */
+/* Anyone, on a public future: PENDING state *sp -> `to`. True with *sp = to,
+ * as every claim leaves it; false, with *sp updated, if the state was no
+ * longer *sp. */
 static inline bool sf__claim_cas(sf_future *f, uint64_t *sp, uint64_t to)
 {
     SF__ASSERT_TRANSITION(*sp, to);
     /* Acquire: the claimer reads fn and val, written before the state's
      * release store in sf__pending_push. */
-    return atomic_compare_exchange_strong_explicit(&f->state, sp, to, memory_order_acquire,
-                                                   memory_order_acquire);
+    if (!atomic_compare_exchange_strong_explicit(&f->state, sp, to, memory_order_acquire,
+                                                 memory_order_acquire))
+        return false;
+    *sp = to;
+    return true;
 }
 
 bool sf__claim_private_contended(struct sf__gate *g, sf_future *f, uint64_t *sp, uint64_t to);

@@ -50,6 +50,7 @@ void sf__pending_destroy(struct sf__pending *q)
 /* Owner: drop up to max slots at the top that hold nothing pending here. */
 void sf__pending_trim_top(struct sf__pending *q, uint64_t max)
 {
+    SF__OWNER_CHECK(q, "trimming a pending queue");
     uint64_t b = SF__OWN_LOAD(&q->bottom);
     uint64_t start = SF__OWN_LOAD(&q->top), tp = start;
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
@@ -173,6 +174,7 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint64_t lim
 /* Owner, after claiming f, when f's slot was not the newest (pending.h). */
 void sf__pending_trim_slow(struct sf__pending *q, sf_future *f)
 {
+    SF__OWNER_CHECK(q, "trimming a pending queue");
     uint64_t b0 = SF__OWN_LOAD(&q->bottom), b = b0;
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);

@@ -41,6 +41,7 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
     default: break;
     }
+    SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");
     if (traced)
         sf__trace_event(me, SF__EV_FSTART, claimed, how);
     sf__witness_assert_none("a task starts");
