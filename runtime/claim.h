@@ -80,7 +80,11 @@ static inline bool sf__claim_private_own(struct sf__gate *g, sf_future *f, uint6
     uint64_t now = atomic_load_explicit(&f->state, memory_order_relaxed);
     if (SF__UNLIKELY(now != *sp)) {
         atomic_store_explicit(&g->claiming, NULL, memory_order_release);
-        *sp = now;
+        /* Acquire, unlike the load above: the caller acts on the new state
+         * (sf_release frees a DONE future for reuse, a get reads its val),
+         * so the runner's writes must come first; pairs with the runner's
+         * release of DONE. */
+        *sp = atomic_load_explicit(&f->state, memory_order_acquire);
         return false;
     }
     /* Relaxed: nobody else writes f's state while we announce it (the
