@@ -19,6 +19,7 @@ check_PROGRAMS += tests/test_trace
 check_PROGRAMS += tests/test_claim
 check_PROGRAMS += tests/test_pending
 check_PROGRAMS += tests/test_fork
+check_PROGRAMS += tests/test_stress
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -33,6 +34,7 @@ TESTS += tests/test_trace
 TESTS += tests/test_claim
 TESTS += tests/test_pending
 TESTS += tests/test_fork
+TESTS += tests/test_stress
 
 tests_test_lazy_SOURCES = tests/test_lazy.c tests/testutil.c tests/testutil.h
 tests_test_lazy_LDADD = libsf.la $(CHECK_LIBS)
@@ -83,6 +85,12 @@ tests_test_claim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_fork_SOURCES = tests/test_fork.c tests/testutil.c tests/testutil.h
 tests_test_fork_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_fork_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# Random trees and shared futures, checked exactly; SF_STRESS_SECONDS=N
+# makes it a soak (tools/soak).
+tests_test_stress_SOURCES = tests/test_stress.c tests/testutil.c tests/testutil.h
+tests_test_stress_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_stress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h

@@ -28,3 +28,6 @@ EXTRA_DIST += \
 # just built: no include and no call goes to a higher layer.
 TESTS += tools/check-layers
 EXTRA_DIST += tools/check-layers
+
+# A long run of tests/test_stress (SF_STRESS_SECONDS); it builds nothing.
+EXTRA_DIST += tools/soak
