@@ -50,8 +50,18 @@
  * futures it made or was given by its maker, never does. Helping nests (a
  * helped task that blocks helps in turn) only while less than half of the
  * thread's stack is used; deeper, a get waits without helping, so helping
- * alone never overflows a stack. A chain of nested gets is as deep as the
- * program's own recursion and needs that much stack.
+ * alone never overflows a stack.
+ *
+ * Deep chains. A get runs a task that has not started in its own frame, so
+ * a chain of nested gets nests as deep as the program recurses. When a get
+ * finds its frame in the last quarter of its thread's stack, it runs the
+ * task on a fresh stack instead: a new thread, whose stack is the workers'
+ * (sf_config.stack_size), gets the task while the calling thread waits, and
+ * ends when the task does. A chain a million gets deep thus completes with
+ * the default settings, on one thread or many (sf_stats.fresh_stacks counts
+ * them). If no thread can be created, the get goes on in place while a
+ * sixteenth of the stack is left, and then fails with EAGAIN instead of
+ * overflowing.
  *
  * fork(). The child of a process that uses libsf starts with no runtime: its
  * first sf_do() (or sf_init()) starts a fresh one, from the environment,
@@ -112,9 +122,8 @@ typedef struct sf_config {
     /* Where the trace goes. NULL: SF_TRACE_FILE, else stderr. The file is
      * truncated. */
     const char *trace_file;
-    /* Stack size of each pool worker in bytes. 0: 8 MiB. Deeply nested gets
-     * run nested on a stack, so deep recursions need deep stacks (the calling
-     * thread's own stack is the operating system's). Valid: 0 or >= 64 KiB. */
+    /* Stack size of each pool worker, and of each fresh stack of a deep chain
+     * ("Deep chains"), in bytes. 0: 8 MiB. Valid: 0 or >= 64 KiB. */
     size_t stack_size;
 } sf_config;
 
@@ -184,8 +193,9 @@ SF_EXPORT void sf_shutdown(void);
  *   EINVAL  fn is NULL;
  *   ENOMEM  no memory for the future, its queue slot, or this thread's
  *           registration;
- *   EAGAIN  the implicit start of the runtime failed, or 4096 threads that
- *           use libsf are alive at once and this one cannot register.
+ *   EAGAIN  the implicit start of the runtime failed, or 2^20 (about a
+ *           million) threads that use libsf are alive at once and this one
+ *           cannot register.
  * A failed sf_do() leaves the runtime and every other future as they were.
  */
 SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
@@ -208,11 +218,14 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  * from a task that returned NULL):
  *   EINVAL  f is NULL, or f was already released and its memory not yet
  *           reused (a debug build reports that and aborts);
- *   EAGAIN  the task is not finished and this thread cannot register (4096
+ *   EAGAIN  the task is not finished and this thread cannot register (2^20
  *           threads that use libsf alive at once), or the implicit start of
  *           the runtime failed; the task is then neither run nor waited for;
  *   ENOMEM  the task is not finished and there is no memory to register this
  *           thread.
+ *   EAGAIN  also: the calling thread's stack is nearly full and no thread can
+ *           be created to run the task on a fresh one ("Deep chains"); the
+ *           task is then not run by this get.
  * A get of a finished future never fails.
  */
 SF_EXPORT void *sf_get(sf_future *f);
@@ -245,6 +258,8 @@ typedef struct sf_stats {
     uint64_t discarded;      /* tasks released before they started */
     uint64_t gets_blocked;   /* gets that found their task running elsewhere */
     uint64_t sleeps;         /* times a blocked get slept with nothing to run */
+    uint64_t fresh_stacks;   /* gets near the end of their stack that ran their
+                              * task on a fresh one (see "Deep chains") */
 } sf_stats;
 
 /*

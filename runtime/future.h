@@ -45,9 +45,9 @@ enum sf__status {
 #define SF__TAG_SHIFT 4
 /* A tag's push counter takes SF__SEQ_BITS; the thread id the bits above. */
 #define SF__SEQ_BITS 40
-/* Thread ids the registry hands out (its array's size); the tag would hold up
- * to 2^20 (64 - SF__TAG_SHIFT - SF__SEQ_BITS bits). */
-#define SF__MAX_THREAD_IDS 4096
+/* Thread ids the registry hands out: all a tag holds (64 - SF__TAG_SHIFT -
+ * SF__SEQ_BITS bits), about a million live threads. */
+#define SF__MAX_THREAD_IDS (1 << 20)
 _Static_assert(SF__MAX_THREAD_IDS <= (1 << (64 - SF__TAG_SHIFT - SF__SEQ_BITS)),
                "every thread id fits a tag");
 

@@ -65,6 +65,76 @@ static bool stack_allows_help(const struct sf__thread *me)
     return sp - me->stack_lo > me->stack_size / 2;
 }
 
+/*
+ * Deep chains. Running the awaited task is never refused, so a chain of
+ * nested gets nests as deep as the program recurses, and a million levels do
+ * not fit any stack. A get whose frame is below its thread's red line (the
+ * last quarter of the stack, registry.c; sf__stack_room) runs its task on a fresh stack
+ * instead: a new thread, registered like any foreign thread, gets f there -
+ * claiming it and running it, or helping and waiting like any getter - while
+ * this thread waits in pthread_join. A chain thus continues on a new stack
+ * each time one fills, and the threads end as the chain unwinds. A thread
+ * rather than a swapped context: the sanitizers, debuggers and the trace all
+ * understand threads, and the cost (one pthread_create per stack's worth of
+ * levels) is paid only by programs that would otherwise crash. Deadlock
+ * freedom is unchanged: the blocked thread holds no lock, and its pending
+ * tasks stay claimable by anyone (top comment).
+ */
+struct fresh {
+    sf_future *f;
+    int err;
+};
+
+static void *fresh_main(void *arg)
+{
+    struct fresh *fr = arg;
+    struct sf__thread *me = sf__registry_register(false);
+    if (me == NULL) {
+        fr->err = errno;
+        return NULL;
+    }
+    errno = 0;
+    (void)sf__get_slow(me, fr->f);
+    /* The getter holds f while it waits for us, so f is not recycled: not
+     * DONE means this get failed, with errno. Acquire: pairs with the
+     * runner's release of DONE; the getter reads val after our exit. */
+    if (sf__status(atomic_load_explicit(&fr->f->state, memory_order_acquire)) != SF__DONE)
+        fr->err = errno != 0 ? errno : EINVAL;
+    return NULL;
+}
+
+/* Gets f on a new thread: 0 once f is DONE, or an errno (pthread_create's,
+ * or the new thread's registration's). */
+static int get_on_fresh_stack(struct sf__thread *me, sf_future *f)
+{
+    struct fresh fr = {f, 0};
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return ENOMEM;
+    pthread_attr_setstacksize(&attr, sf__pool.stack_size);
+    pthread_t t;
+    int e = pthread_create(&t, &attr, fresh_main, &fr);
+    pthread_attr_destroy(&attr);
+    if (e != 0)
+        return e;
+    SF__BUMP(me->c_fresh_stacks);
+    pthread_join(t, NULL);
+    return fr.err;
+}
+
+/* Less than a sixteenth of the stack left: too little to run a task here.
+ * Under ThreadSanitizer, also past 5/4 of its nesting bound (registry.h):
+ * levels beyond the bound take four frames each (through sf__get_slow),
+ * which stays short of its 65536. */
+static bool stack_exhausted(const struct sf__thread *me)
+{
+#if defined(__SANITIZE_THREAD__)
+    if (me->depth >= SF__TSAN_NEST / 4 * 5)
+        return true;
+#endif
+    return (uintptr_t)__builtin_frame_address(0) - me->stack_lo < me->stack_size / 16;
+}
+
 /* Runs one pending task other than the awaited one. force: after spinning
  * in vain, take other threads' private tasks too (pending.h). */
 static bool help(struct sf__thread *me, bool force)
@@ -130,6 +200,18 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f)
         if (st == SF__DONE)
             break;
         if (st == SF__PENDING) {
+            /* A thread that runs no task yet runs f here whatever its
+             * stack: a fresh stack would be no bigger. */
+            if (SF__UNLIKELY(!sf__stack_room(me)) && me->depth > 0) {
+                int e = get_on_fresh_stack(me, f);
+                if (e == 0)
+                    continue; /* f is DONE now */
+                if (e != EAGAIN || stack_exhausted(me)) {
+                    errno = e;
+                    return NULL;
+                }
+                /* No thread for a fresh stack, but room left here. */
+            }
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);
             struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;

@@ -50,7 +50,8 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
     if (traced)
         sf__trace_event(me, SF__EV_GSTART, s, 0);
     sf__get_submit(me, traced);
-    if (SF__LIKELY(sf__pending_holds(&me->q, s))) {
+    /* Near the end of the stack, sf__get_slow runs f on a fresh one. */
+    if (SF__LIKELY(sf__pending_holds(&me->q, s) && sf__stack_room(me))) {
         uint64_t run = sf__with_status(s, SF__RUNNING);
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);

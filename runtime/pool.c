@@ -145,6 +145,7 @@ int sf__pool_start(int workers, size_t stack_size, int *err)
     idle_spins = cpus > 0 && workers + 1 > cpus ? 1 : IDLE_SPINS;
     sf__pool.workers = 0;
     sf__pool.nstarted = 0;
+    sf__pool.stack_size = stack_size;
     *err = 0;
     /* Relaxed: no worker exists yet; pthread_create publishes these. */
     atomic_store_explicit(&sf__pool.stop, 0, memory_order_relaxed);

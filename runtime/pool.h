@@ -16,6 +16,7 @@ struct sf__pool {
     _Atomic int peak_busy;
     _Atomic int stop;                        /* workers leave */
     int workers, nstarted;
+    size_t stack_size;                       /* of workers, and of fresh stacks (get.c) */
     pthread_t *tids;
 };
 extern struct sf__pool sf__pool;

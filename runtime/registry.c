@@ -6,9 +6,12 @@
  * in the set (its pending tasks remain claimable) and a later thread adopts
  * the struct once the queue holds nothing pending.
  *
- * The array is published by the release store of nthreads; entries below it
+ * The table grows in chunks of CHUNK entries, allocated as ids reach them,
+ * so a million-thread capacity costs one small static array. Entries and
+ * chunks are published by the release store of nthreads; entries below it
  * never change while the registry is open, so a scanner reads them after an
- * acquire load of nthreads.
+ * acquire load of nthreads. Dead structs wait on a list for adoption, so a
+ * registration looks at the dead, not at every thread.
  */
 #include "registry.h"
 
@@ -19,8 +22,12 @@
 __thread struct sf__tls sf__tls __attribute__((tls_model("initial-exec")));
 _Atomic unsigned sf__registry_gen;
 
-static struct sf__thread *threads[SF__MAX_THREADS_REGISTERED];
+#define CHUNK_BITS 10
+#define CHUNK (1 << CHUNK_BITS)
+static struct sf__thread **chunks[SF__MAX_THREADS_REGISTERED / CHUNK];
 static _Atomic int nthreads;
+/* Exited threads' structs, linked by dead_next; under reg_lock. */
+static struct sf__thread *dead;
 static pthread_key_t exit_key;
 static bool exit_key_live; /* between init and destroy: only a live key is deleted */
 static void (*exit_hook)(struct sf__thread *t);
@@ -34,10 +41,14 @@ int sf__registry_count(void)
     return atomic_load_explicit(&nthreads, memory_order_acquire);
 }
 
-struct sf__thread *sf__registry_get(int i) { return threads[i]; }
+struct sf__thread *sf__registry_get(int i) { return chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]; }
 
+/* Under reg_lock. */
 static struct sf__thread *new_thread(int n)
 {
+    struct sf__thread ***c = &chunks[n >> CHUNK_BITS];
+    if (*c == NULL && (*c = calloc(CHUNK, sizeof **c)) == NULL)
+        return NULL;
     struct sf__thread *t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
     if (t == NULL)
         return NULL;
@@ -48,7 +59,7 @@ static struct sf__thread *new_thread(int n)
     }
     t->id = n;
     t->rng = 2654435761u * (uint32_t)(n + 1);
-    threads[n] = t;
+    (*c)[n & (CHUNK - 1)] = t;
     /* Release: scanners that see the new count see the struct. */
     atomic_store_explicit(&nthreads, n + 1, memory_order_release);
     return t;
@@ -60,11 +71,18 @@ struct sf__thread *sf__registry_register(bool worker)
     /* Relaxed: nthreads is written only under reg_lock, which we hold. */
     int n = atomic_load_explicit(&nthreads, memory_order_relaxed);
     struct sf__thread *t = NULL;
-    for (int i = 0; i < n && t == NULL; i++)
-        /* Acquire: the dead thread's last writes to its struct come first. */
-        if (atomic_load_explicit(&threads[i]->alive, memory_order_acquire) == 0 &&
-            !sf__pending_has_pending(&threads[i]->q))
-            t = threads[i];
+    /* A dead struct whose queue still holds pending tasks (left by a thread
+     * that exited without getting them) stays on the list until a claimer
+     * empties it. Acquire on alive: the dead thread's last writes to its
+     * struct come first. */
+    for (struct sf__thread **p = &dead; *p != NULL; p = &(*p)->dead_next) {
+        if (atomic_load_explicit(&(*p)->alive, memory_order_acquire) == 0 &&
+            !sf__pending_has_pending(&(*p)->q)) {
+            t = *p;
+            *p = t->dead_next;
+            break;
+        }
+    }
     if (t == NULL) {
         if (n == SF__MAX_THREADS_REGISTERED) {
             sf__unlock(&reg_lock);
@@ -82,6 +100,16 @@ struct sf__thread *sf__registry_register(bool worker)
     t->is_worker = worker;
     t->depth = 0;
     sf__stack_bounds(&t->stack_lo, &t->stack_size);
+    /* The mapping's top holds the thread's static TLS (ThreadSanitizer's
+     * state alone is most of a megabyte there): count only what lies below
+     * our frame. Later frames above it are near the top, where nothing
+     * needs bounding. */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    if (t->stack_size != 0 && sp > t->stack_lo && sp - t->stack_lo < t->stack_size)
+        t->stack_size = sp - t->stack_lo;
+    /* The last quarter of the stack is left to the task that runs there and
+     * to the user code it calls before its next get. */
+    t->stack_red = t->stack_size != 0 ? t->stack_lo + t->stack_size / 4 : 0;
     /* Relaxed: alive is read under reg_lock, or as a hint. */
     atomic_store_explicit(&t->alive, 1, memory_order_relaxed);
     sf__unlock(&reg_lock);
@@ -99,9 +127,13 @@ static void on_thread_exit(void *arg)
 {
     struct sf__thread *t = arg;
     exit_hook(t);
+    sf__lock(&reg_lock);
     /* Release: pairs with the acquire in sf__registry_register of an
      * adopter. */
     atomic_store_explicit(&t->alive, 0, memory_order_release);
+    t->dead_next = dead;
+    dead = t;
+    sf__unlock(&reg_lock);
 }
 
 int sf__registry_init(void (*on_exit)(struct sf__thread *t))
@@ -129,6 +161,9 @@ void sf__registry_after_fork(void)
     /* Relaxed: the child has one thread. */
     atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
+    /* The parent's structs and chunks leak: their memory may be in any state. */
+    memset(chunks, 0, sizeof chunks);
+    dead = NULL;
     sf__tls.me = NULL;
 }
 
@@ -142,12 +177,17 @@ void sf__registry_destroy(void)
     atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
     int n = atomic_load_explicit(&nthreads, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
-        sf__pending_destroy(&threads[i]->q);
-        sf__freelist_destroy(&threads[i]->free);
-        free(threads[i]->tbuf);
-        free(threads[i]);
-        threads[i] = NULL;
+        struct sf__thread *t = sf__registry_get(i);
+        sf__pending_destroy(&t->q);
+        sf__freelist_destroy(&t->free);
+        free(t->tbuf);
+        free(t);
     }
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0] && chunks[c] != NULL; c++) {
+        free(chunks[c]);
+        chunks[c] = NULL;
+    }
+    dead = NULL;
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
     sf__tls.me = NULL;
 }

@@ -24,15 +24,18 @@ struct sf__thread {
     int id;                    /* index in the registry; the trace's Thread column */
     bool is_worker;            /* a pool worker */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
+    struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
     unsigned depth;            /* tasks running nested on this thread now (owner) */
     uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
     _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
     uintptr_t stack_lo;        /* the thread's stack, lowest address (0: unknown) */
-    size_t stack_size;         /* ... and size: how deep helping may nest (get.c) */
+    size_t stack_size;         /* ... and size below its registration frame */
+    uintptr_t stack_red;       /* a get below this address continues on a fresh
+                                * stack (get.c); 0 when the stack is unknown */
     struct sf__freelist free;  /* its free futures (owner) */
     /* Counters: written by the owner only (SF__BUMP), read by anyone. */
     _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
-        c_blocked, c_sleeps;
+        c_blocked, c_sleeps, c_fresh_stacks;
     /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
     char *tbuf;
     size_t tlen;
@@ -89,6 +92,25 @@ void sf__registry_after_fork(void);
 int sf__registry_count(void);
 /* Thread i < sf__registry_count(): valid until destroy. */
 struct sf__thread *sf__registry_get(int i);
+
+/*
+ * Owner: may a get run its task on this stack, nested in the caller's frame?
+ * No once the frame is below the red line (get.c continues on a fresh
+ * stack). ThreadSanitizer also aborts when a thread's call stack passes
+ * 65536 frames; a nested level of a chain takes two, so under it a thread
+ * nests at most SF__TSAN_NEST tasks.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SF__TSAN_NEST 16384u
+#endif
+static inline __attribute__((always_inline)) bool sf__stack_room(const struct sf__thread *me)
+{
+#if defined(__SANITIZE_THREAD__)
+    if (me->depth >= SF__TSAN_NEST)
+        return false;
+#endif
+    return (uintptr_t)__builtin_frame_address(0) > me->stack_red;
+}
 
 /* Owner: its next pseudo-random number. */
 static inline uint32_t sf__thread_rand(struct sf__thread *me) { return sf__xorshift32(&me->rng); }

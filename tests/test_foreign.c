@@ -134,6 +134,61 @@ START_TEST(futures_of_an_exited_thread)
 }
 END_TEST
 
+/* Many foreign threads alive at once, each with its own registration: more
+ * than the registry's first chunks hold (ThreadSanitizer allows about 8000
+ * live threads, so fewer there). */
+#define NLIVE (TU_SANITIZED ? 2000 : 10000)
+static pthread_barrier_t live_barrier;
+static _Atomic long live_ok;
+
+static void *square(void *arg) { return (void *)((long)arg * (long)arg); }
+
+static void *live_thread(void *arg)
+{
+    long i = (long)arg;
+    sf_future *a = sf_do(square, (void *)i);
+    ck_assert_ptr_nonnull(a);
+    long ra = (long)sf_get(a);
+    sf_release(a);
+    pthread_barrier_wait(&live_barrier); /* every thread is registered and alive */
+    sf_future *b = sf_do(square, (void *)(i + 1));
+    ck_assert_ptr_nonnull(b);
+    long rb = (long)sf_get(b);
+    sf_release(b);
+    if (ra == i * i && rb == (i + 1) * (i + 1))
+        atomic_fetch_add(&live_ok, 1);
+    return NULL;
+}
+
+START_TEST(ten_thousand_live_threads)
+{
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    static pthread_t t[NLIVE];
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    ck_assert_int_eq(pthread_barrier_init(&live_barrier, NULL, NLIVE), 0);
+    for (long i = 0; i < NLIVE; i++)
+        ck_assert_int_eq(pthread_create(&t[i], &attr, live_thread, (void *)i), 0);
+    for (long i = 0; i < NLIVE; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(atomic_load(&live_ok), NLIVE);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 2 * NLIVE);
+    /* The dead threads' structs are adopted: a second wave works too. */
+    atomic_store(&live_ok, 0);
+    for (long i = 0; i < NLIVE; i++)
+        ck_assert_int_eq(pthread_create(&t[i], &attr, live_thread, (void *)i), 0);
+    for (long i = 0; i < NLIVE; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(atomic_load(&live_ok), NLIVE);
+    pthread_barrier_destroy(&live_barrier);
+    pthread_attr_destroy(&attr);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *foreign_suite(void)
 {
     Suite *s = suite_create("foreign");
@@ -143,6 +198,7 @@ static Suite *foreign_suite(void)
     tcase_add_test(tc, eight_threads_fib18_one_thread);
     tcase_add_test(tc, concurrent_implicit_start);
     tcase_add_test(tc, futures_of_an_exited_thread);
+    tcase_add_test(tc, ten_thousand_live_threads);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -87,6 +87,7 @@ static void check_stats(int threads, uint64_t created)
     ck_assert_int_le(s.peak_busy, s.workers);
     ck_assert_uint_eq(s.created, created);
     ck_assert_uint_eq(s.discarded, 0);
+    ck_assert_uint_eq(s.fresh_stacks, 0); /* deep stacks: no red line reached */
     if (threads == 1) {
         ck_assert_uint_eq(s.run_pool, 0);
         ck_assert_int_eq(s.peak_busy, 0);
@@ -182,6 +183,84 @@ START_TEST(many_more_threads_than_cores)
     tu_assert_os_threads(before);
 }
 END_TEST
+/* Deep chains with the default settings, from the main thread, whose stack
+ * is the system's (8 MiB here): a million nested gets need far more than
+ * any one stack, so gets near the end of theirs continue on fresh ones. */
+#define DEEP_NO_FUTURE (-1000000000L)
+#define DEEP_GET_FAILED (-2000000000L)
+static atomic_int deep_errno;
+
+/* deep(k): k nested gets, returning k; a failure comes back up unchanged. */
+static void *deep(void *arg)
+{
+    long k = (long)arg;
+    if (k <= 1)
+        return (void *)1L;
+    sf_future *c = sf_do(deep, (void *)(k - 1));
+    if (c == NULL)
+        return (void *)DEEP_NO_FUTURE;
+    errno = 0;
+    long r = (long)sf_get(c);
+    if (r == 0 && errno != 0) {
+        atomic_store(&deep_errno, errno);
+        sf_release(c); /* not started: discarded */
+        return (void *)DEEP_GET_FAILED;
+    }
+    sf_release(c);
+    return (void *)(r < 0 ? r : r + 1);
+}
+
+/* Sanitizers make each level of a chain several times dearer: they check
+ * the smaller depth only. */
+static const long deep_depths[] = {100000, TU_SANITIZED ? 100000 : 1000000};
+
+START_TEST(chain_deep_default_stacks)
+{
+    long depth = deep_depths[_i / 2];
+    int threads = 1 + _i % 2;
+    tu_env_threads(threads);
+    int before = tu_os_threads();
+    sf_future *f = sf_do(deep, (void *)depth);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_eq(sf_get(f), (void *)depth);
+    sf_release(f);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, (uint64_t)depth);
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, (uint64_t)depth);
+    /* At least one stack's worth of levels ran on a fresh stack, and those
+     * threads ended with the chain. */
+    ck_assert_uint_ge(s.fresh_stacks, 1);
+    tu_assert_os_threads(before + threads - 1);
+    sf_shutdown();
+}
+END_TEST
+
+/* No thread can be created (a 64 TiB stack for workers and fresh stacks
+ * alike): the chain goes on in place until a sixteenth of the main thread's
+ * stack is left, then that get fails with EAGAIN - no overflow, no crash. */
+START_TEST(chain_deep_without_threads)
+{
+    tu_env_threads(1);
+    sf_config c;
+    memset(&c, 0, sizeof c);
+    c.threads = 2;
+    c.stack_size = (size_t)1 << 46;
+    struct tu_capture cap;
+    tu_capture_begin(&cap);
+    ck_assert_int_eq(sf_init(&c), 0); /* with no worker, said in one line */
+    free(tu_capture_end(&cap));
+    sf_future *f = sf_do(deep, (void *)1000000L);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_eq(sf_get(f), (void *)DEEP_GET_FAILED);
+    ck_assert_int_eq(atomic_load(&deep_errno), EAGAIN);
+    sf_release(f);
+    sf_stats s;
+    ck_assert_int_eq(sf_stats_read(&s), 0);
+    ck_assert_uint_eq(s.fresh_stacks, 0);
+    ck_assert_int_eq(s.workers, 0);
+    sf_shutdown();
+}
+END_TEST
 
 static Suite *meh_suite(void)
 {
@@ -194,6 +273,11 @@ static Suite *meh_suite(void)
     tcase_add_loop_test(tc, chain_then_tree, 0, n);
     tcase_add_test(tc, many_more_threads_than_cores);
     suite_add_tcase(s, tc);
+    TCase *deep_tc = tcase_create("deep");
+    tcase_set_timeout(deep_tc, 120);
+    tcase_add_loop_test(deep_tc, chain_deep_default_stacks, 0, 4);
+    tcase_add_test(deep_tc, chain_deep_without_threads);
+    suite_add_tcase(s, deep_tc);
     return s;
 }
 
