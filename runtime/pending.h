@@ -202,6 +202,17 @@ static inline uint64_t sf__pending_submit(struct sf__pending *q)
 }
 
 /*
+ * Anyone, after claiming the submitted task `claimed` from q: were tasks
+ * submitted after it? A hint (they may be claimed already): a worker that
+ * took one of several hands the search on to a sleeper (pool.c). Relaxed: a
+ * hint read; whoever acts on it rescans.
+ */
+static inline bool sf__pending_more_submitted(const struct sf__pending *q, uint64_t claimed)
+{
+    return sf__tag(claimed) + 1 < atomic_load_explicit(&q->sub_seq, memory_order_relaxed);
+}
+
+/*
  * Owner: make every task pushed so far public. Returns true if some became
  * public now (the caller may wake whoever waits for work).
  */

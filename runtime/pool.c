@@ -75,6 +75,33 @@ static void set_idle(bool *idle, bool now)
     *idle = now;
 }
 
+/* Searching: a worker is awake and not running a task. One that takes a
+ * task, and saw more submitted after it, hands the search on to a sleeper
+ * if nobody else searches: sf__pool_notify skipped the wake while we
+ * searched. Without more work in sight it wakes nobody, since a sleeper
+ * woken for nothing costs a heavy fence (sf__pool_notify). Relaxed: the
+ * counts are ordered where it matters by the fences of the sleep protocol;
+ * here a stale one costs one wake too many, or one too few that a later
+ * notify or the sleepers' timed rescan makes up for - never a lost task,
+ * since every task also runs in the thread that gets it. */
+static void hand_on(const struct sf__pending *victim, uint64_t claimed)
+{
+    if (atomic_load_explicit(&sf__pool.searching, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0 &&
+        sf__pending_more_submitted(victim, claimed))
+        sf__pool_wake_one();
+}
+
+static void stop_searching(void)
+{
+    atomic_fetch_sub_explicit(&sf__pool.searching, 1, memory_order_relaxed);
+}
+
+static void start_searching(void)
+{
+    atomic_fetch_add_explicit(&sf__pool.searching, 1, memory_order_relaxed);
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
@@ -85,6 +112,7 @@ static void *worker_main(void *arg)
     bool idle = false;
     uint64_t claimed;
     int from;
+    start_searching();
     /* Acquire: pairs with the release store of stop in sf__pool_stop. */
     while (!atomic_load_explicit(&sf__pool.stop, memory_order_acquire)) {
         /* A worker's own tasks (queued by the tasks it ran) wait for a get
@@ -94,7 +122,10 @@ static void *worker_main(void *arg)
         sf_future *f = find_submitted(me, false, &claimed, &from);
         if (f != NULL) {
             set_idle(&idle, false);
+            stop_searching();
+            hand_on(&sf__registry_get(from)->q, claimed);
             take(me, f, claimed, from);
+            start_searching();
             spins = 0;
             continue;
         }
@@ -110,6 +141,7 @@ static void *worker_main(void *arg)
          * idle_seq. Either our rescan finds its tasks, or it sees us and its
          * bump makes the futex wait below return. Relaxed: ordered by the
          * heavy fence. */
+        atomic_fetch_sub_explicit(&sf__pool.searching, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&sf__pool.idle_sleepers, 1, memory_order_relaxed);
         uint32_t seen = atomic_load_explicit(&sf__pool.idle_seq, memory_order_relaxed);
         sf__fence_heavy();
@@ -125,9 +157,12 @@ static void *worker_main(void *arg)
         spins = 0;
         if (f != NULL) {
             set_idle(&idle, false);
+            hand_on(&sf__registry_get(from)->q, claimed); /* not searching since the sleep protocol */
             take(me, f, claimed, from);
         }
+        start_searching();
     }
+    stop_searching();
     set_idle(&idle, false);
     return NULL;
 }
@@ -142,7 +177,9 @@ void sf__pool_wake_one(void)
 int sf__pool_start(int workers, size_t stack_size, int *err)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    idle_spins = cpus > 0 && workers + 1 > cpus ? 1 : IDLE_SPINS;
+    bool oversubscribed = cpus > 0 && workers + 1 > cpus;
+    idle_spins = oversubscribed ? 1 : IDLE_SPINS;
+    sf__pool.wake_below = oversubscribed ? (int)cpus : INT_MAX;
     sf__pool.workers = 0;
     sf__pool.nstarted = 0;
     sf__pool.stack_size = stack_size;
@@ -152,6 +189,7 @@ int sf__pool_start(int workers, size_t stack_size, int *err)
     atomic_store_explicit(&sf__pool.busy, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.peak_busy, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.idle_sleepers, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__pool.searching, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.idle_workers, 0, memory_order_relaxed);
     if (workers == 0)
         return 0;

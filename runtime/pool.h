@@ -12,7 +12,11 @@ struct sf__pool {
     _Alignas(64) _Atomic int idle_workers;   /* idle workers, awake or asleep */
     _Atomic int idle_sleepers;               /* idle workers asleep on idle_seq */
     _Alignas(64) _Atomic uint32_t idle_seq;  /* futex word of idle workers */
+    /* Read by every notify, with idle_sleepers: one more line. */
     _Alignas(64) _Atomic int busy;           /* workers running a taken task */
+    _Atomic int searching;                   /* awake workers looking for a task */
+    int wake_below;                          /* busy workers past which a notify wakes
+                                              * none: the CPUs, or INT_MAX (pool.c) */
     _Atomic int peak_busy;
     _Atomic int stop;                        /* workers leave */
     int workers, nstarted;
@@ -43,16 +47,27 @@ static inline bool sf__pool_has_idle(void)
 
 /*
  * Call after making work claimable by idle workers (submitting, publishing):
- * wakes one if any sleeps. Dekker with a worker going to sleep (pool.c,
- * worker_main): it raises idle_sleepers, issues the heavy fence, then
- * rescans; we made our work visible, issue the light fence, then read
- * idle_sleepers. One of the two sees the other's write.
+ * wakes one if any sleeps and none is awake looking for work. Dekker with a
+ * worker going to sleep (pool.c, worker_main): it lowers searching, raises
+ * idle_sleepers, issues the heavy fence, then rescans; we made our work
+ * visible, issue the light fence, then read searching and idle_sleepers.
+ * Either its rescan sees our work or we see both its writes and wake it.
+ * A searcher we saw either finds our work, or goes to sleep through that same
+ * rescan, or takes other work and, if it saw more, wakes the next (pool.c).
+ * With more threads than CPUs, no wake either while as many workers as CPUs
+ * are busy: a woken worker would only take a core from one with a task, and
+ * the work we submitted is ours to run anyway (a get runs its own tasks).
+ * Waking needlessly is what costs: a worker that finds nothing goes back to
+ * sleep through a heavy fence, an interrupt to every CPU of the process.
  */
 static inline void sf__pool_notify(void)
 {
     sf__fence_light();
-    /* Relaxed: ordered by the fence pair above. */
-    if (atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0)
+    /* Relaxed, all three: ordered by the fence pair above (busy is a cap,
+     * whose staleness costs one wake too many or too few). */
+    if (atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0 &&
+        atomic_load_explicit(&sf__pool.searching, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) < sf__pool.wake_below)
         sf__pool_wake_one();
 }
 
