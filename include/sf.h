@@ -231,6 +231,24 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
 SF_EXPORT void *sf_get(sf_future *f);
 
 /*
+ * sf_get() without the latency trade-off of helping. While an ordinary get
+ * waits for a task running elsewhere it runs any pending task, and returns
+ * only when that one ends: a get of a 0.3 s task may return after 2 s if it
+ * helped with an unrelated 2 s task, and code that waits while holding a
+ * lock may run a task that wants the same lock. An isolated get helps only
+ * with f's own work, as oneTBB's this_task_arena::isolate():
+ *   - if f has not started, it runs f here, and f with every task it makes
+ *     (and they make, on any thread) forms a region: while a task of the
+ *     region runs, the gets of its thread help only with tasks of the region;
+ *   - if f already runs elsewhere, it helps only with tasks of f's region if
+ *     f belongs to one (f was made inside an isolated get's task), else it
+ *     waits without helping.
+ * Anything else is as sf_get(): same result, same errors, same deadlock
+ * freedom (which never rests on helping).
+ */
+SF_EXPORT void *sf_get_isolated(sf_future *f);
+
+/*
  * Returns 1 if the future's task has finished (sf_get() would not run or wait
  * for anything), 0 if not, -1 with errno EINVAL if f is NULL. Never runs
  * anything.

@@ -1,6 +1,6 @@
 /*
  * api.c - layer 5: the public entry points on futures: sf_do, sf_get,
- * sf_release, sf_is_done. Each checks its arguments, finds the calling
+ * sf_get_isolated, sf_release, sf_is_done. Each checks its arguments, finds the calling
  * thread (starting the runtime if needed, lifecycle.h) and hands over to the
  * layers below; the debug build also reports uses of released futures here.
  */
@@ -40,6 +40,8 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
     }
     f->u.fn = fn;
     f->val = arg;
+    /* Relaxed: published with the task by the push's release store. */
+    atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
     /* Counted before the push, so the trace's Queue column (created minus
      * started) never sees a start before its creation. */
     SF__BUMP(me->c_created);
@@ -74,6 +76,33 @@ SF_EXPORT void *sf_get(sf_future *f)
     if (SF__UNLIKELY(me == NULL))
         return NULL;
     return sf__get(me, f, s, false);
+}
+
+SF_EXPORT void *sf_get_isolated(sf_future *f)
+{
+    if (SF__UNLIKELY(f == NULL)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Acquire: DONE makes the runner's val visible. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    check_live(f, s, "sf_get_isolated");
+    bool traced = sf__trace_on;
+    if (sf__status(s) == SF__DONE && !traced)
+        return f->val;
+    struct sf__thread *me = sf__enter();
+    if (SF__UNLIKELY(me == NULL))
+        return NULL;
+    if (traced) {
+        if (sf__status(s) == SF__DONE) {
+            sf__trace_event(me, SF__EV_GET, s, 0);
+            return f->val;
+        }
+        sf__trace_event(me, SF__EV_GSTART, s, 0);
+    }
+    /* No submit first, unlike sf_get: a worker could take f before we
+     * claim it, outside a region; sf__get_slow submits once it blocks. */
+    return sf__get_slow(me, f, true);
 }
 
 SF_EXPORT void sf_release(sf_future *f)

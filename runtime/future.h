@@ -59,7 +59,10 @@ struct sf_future {
     void *val;                 /* the argument until the task runs, then its result */
     _Atomic uint64_t state;    /* see above; sf__future_futex is the futex word */
     _Atomic uint32_t waiters;  /* getters asleep on this future (get.c) */
-    uint32_t unused;           /* pads the future to 32 bytes: two per cache line */
+    /* The isolation region the task belongs to, 0 for none (get.c,
+     * Isolation): written by its maker before the push publishes it, and by
+     * an isolated get that claimed it; read by claimers that filter. */
+    _Atomic uint32_t region;
 };
 
 static inline uint64_t sf__status(uint64_t s) { return s & SF__STATUS_MASK; }

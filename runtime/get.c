@@ -82,6 +82,7 @@ static bool stack_allows_help(const struct sf__thread *me)
  */
 struct fresh {
     sf_future *f;
+    bool isolated;
     int err;
 };
 
@@ -94,7 +95,7 @@ static void *fresh_main(void *arg)
         return NULL;
     }
     errno = 0;
-    (void)sf__get_slow(me, fr->f);
+    (void)sf__get_slow(me, fr->f, fr->isolated);
     /* The getter holds f while it waits for us, so f is not recycled: not
      * DONE means this get failed, with errno. Acquire: pairs with the
      * runner's release of DONE; the getter reads val after our exit. */
@@ -105,9 +106,9 @@ static void *fresh_main(void *arg)
 
 /* Gets f on a new thread: 0 once f is DONE, or an errno (pthread_create's,
  * or the new thread's registration's). */
-static int get_on_fresh_stack(struct sf__thread *me, sf_future *f)
+static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated)
 {
-    struct fresh fr = {f, 0};
+    struct fresh fr = {f, isolated, 0};
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0)
         return ENOMEM;
@@ -135,20 +136,50 @@ static bool stack_exhausted(const struct sf__thread *me)
     return (uintptr_t)__builtin_frame_address(0) - me->stack_lo < me->stack_size / 16;
 }
 
-/* Runs one pending task other than the awaited one. force: after spinning
- * in vain, take other threads' private tasks too (pending.h). */
-static bool help(struct sf__thread *me, bool force)
+/*
+ * Isolation. Helping means a get may start any pending task, however long,
+ * and return only when it ends: a get of a 0.3 s task can take 2 s because
+ * it helped with an unrelated 2 s one, and code that waits while holding a
+ * lock may run a task that wants the same lock. An isolated get
+ * (sf_get_isolated) helps only with the work of its own task, as oneTBB's
+ * this_task_arena::isolate does: a task belongs to a region (f->region),
+ * inherited from the task that made it (sf_do stamps the maker's
+ * me->region, sf__run sets me->region to the task's while it runs), and a
+ * thread whose running task is in a region helps, in every get, only with
+ * tasks of that region. An isolated get that runs its task itself opens a
+ * new region for it (and its descendants, wherever they run); one whose
+ * task already runs elsewhere helps with that task's region if it has one,
+ * else it waits without helping. Waiting without helping never costs
+ * deadlock freedom, which rests on step 3 alone (top comment).
+ */
+static _Atomic uint32_t last_region;
+
+static uint32_t new_region(void)
+{
+    /* Relaxed: only uniqueness matters. 0 means "none": skipped on wrap. */
+    uint32_t r;
+    do
+        r = atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1;
+    while (r == 0);
+    return r;
+}
+
+/* Runs one pending task other than the awaited one, of `region` if not 0.
+ * force: after spinning in vain, take other threads' private tasks too
+ * (pending.h). */
+static bool help(struct sf__thread *me, bool force, uint32_t region)
 {
     uint64_t claimed;
     int from = me->id;
-    sf_future *g = sf__pending_pop(&me->q, &claimed);
+    sf_future *g = sf__pending_pop(&me->q, region, &claimed);
     if (g == NULL) {
         int n = sf__registry_count();
         unsigned flags = force ? SF__STEAL_PRIVATE : 0;
         for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n && g == NULL;
              k++, i = i + 1 == n ? 0 : i + 1) {
             struct sf__thread *v = sf__registry_get(i);
-            if (v != me && (g = sf__pending_steal(&v->q, flags, STEAL_SCAN, &claimed)) != NULL)
+            if (v != me &&
+                (g = sf__pending_steal(&v->q, flags, region, STEAL_SCAN, &claimed)) != NULL)
                 from = v->id;
         }
         if (g == NULL)
@@ -188,11 +219,15 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
     SF__TRACE(me, WAKE, s, 0);
 }
 
-void *sf__get_slow(struct sf__thread *me, sf_future *f)
+void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
 {
     unsigned rounds = 0;
     bool blocked = false, dry = false;
     long nap = NAP_MIN_NS;
+    /* Helping stays within the region of the task running here, if any;
+     * an isolated get's within its task's (Isolation). */
+    uint32_t region = me->region;
+    bool may_help = true;
     for (;;) {
         /* Acquire: DONE makes the runner's val visible. */
         uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
@@ -203,7 +238,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f)
             /* A thread that runs no task yet runs f here whatever its
              * stack: a fresh stack would be no bigger. */
             if (SF__UNLIKELY(!sf__stack_room(me)) && me->depth > 0) {
-                int e = get_on_fresh_stack(me, f);
+                int e = get_on_fresh_stack(me, f, isolated);
                 if (e == 0)
                     continue; /* f is DONE now */
                 if (e != EAGAIN || stack_exhausted(me)) {
@@ -219,6 +254,9 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f)
                      : sf__pending_claim_foreign(q, f, &s, run)) {
                 if (mine)
                     sf__pending_trim(q, f);
+                /* Relaxed: f is ours now; sf__run reads it on this thread. */
+                if (isolated)
+                    atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);
                 sf__run_claimed(me, f, run, SF__HOW_INLINE);
                 break;
             }
@@ -232,13 +270,24 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f)
         if (!blocked) {
             blocked = true;
             SF__BUMP(me->c_blocked);
+            /* Relaxed: a hint. The maker's region was published with the
+             * push; an isolated getter that claimed f may have just set a
+             * new one that we miss. Either way we help within one region,
+             * or not at all. */
+            if (isolated) {
+                region = atomic_load_explicit(&f->region, memory_order_relaxed);
+                may_help = region != 0;
+                /* What this thread queued may run on workers meanwhile
+                 * (sf_get_isolated did not submit before claiming). */
+                sf__get_submit(me, sf__trace_on);
+            }
         }
         if (sf__pending_poll(&me->q)) /* thieves may be waiting for our private tasks */
             sf__pool_notify();
         /* Workers scan from our top: keep it on a pending task while we
          * wait (claims by others leave finished slots there). */
         sf__pending_trim_top(&me->q, UINT64_MAX);
-        if (stack_allows_help(me) && help(me, rounds >= SPIN_ROUNDS)) {
+        if (may_help && stack_allows_help(me) && help(me, rounds >= SPIN_ROUNDS, region)) {
             rounds = 0;
             dry = false;
             nap = NAP_MIN_NS;

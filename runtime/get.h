@@ -8,7 +8,8 @@
 
 #include "pool.h"
 
-void *sf__get_slow(struct sf__thread *me, sf_future *f);
+/* The rest of a get (below), or all of an isolated one (Isolation). */
+void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);
 
 /*
  * At every get: publishes the caller's pending tasks if a thief asked, submits
@@ -61,7 +62,7 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
             return f->val;
         }
     }
-    return sf__get_slow(me, f);
+    return sf__get_slow(me, f, false);
 }
 
 #endif /* SF_GET_H */

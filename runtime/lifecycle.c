@@ -193,9 +193,9 @@ static unsigned long drain(struct sf__thread *me)
     unsigned long n = 0;
     for (;;) {
         uint64_t claimed;
-        sf_future *f = sf__pending_pop(&me->q, &claimed);
+        sf_future *f = sf__pending_pop(&me->q, 0, &claimed);
         for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
-            f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, UINT64_MAX,
+            f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, 0, UINT64_MAX,
                                   &claimed);
         if (f != NULL) {
             sf__run_claimed(me, f, claimed, SF__HOW_DRAIN);

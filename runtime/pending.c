@@ -91,8 +91,10 @@ bool sf__pending_grow(struct sf__pending *q)
     return true;
 }
 
-/* Owner: claim its newest pending task (helping while a get waits). */
-sf_future *sf__pending_pop(struct sf__pending *q, uint64_t *claimed)
+/* Owner: claim its newest pending task (helping while a get waits), if it
+ * belongs to `region` (0: any). Tasks of a region are the newest while its
+ * task runs here, so a newest one outside it means none is left. */
+sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed)
 {
     SF__OWNER_CHECK(q, "popping a pending queue");
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
@@ -104,6 +106,9 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint64_t *claimed)
         /* Relaxed: the claim below decides; a stale value only fails it. */
         uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
         if (sf__pending_holds(q, s)) {
+            /* Relaxed: our own store at sf_do, as the state says. */
+            if (region != 0 && atomic_load_explicit(&f->region, memory_order_relaxed) != region)
+                return NULL;
             if (!sf__pending_claim_own(q, f, &s, sf__with_status(s, SF__RUNNING)))
                 continue; /* claimed or released meanwhile: look again */
             /* Release: see sf__pending_trim. */
@@ -118,10 +123,10 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint64_t *claimed)
 
 /*
  * Any thread but the owner: claim the oldest task of q that `flags` allow,
- * looking at most `limit` slots from the top. Asks the owner to publish
- * (`want`) when it saw only private tasks.
+ * of `region` (0: any), looking at most `limit` slots from the top. Asks the
+ * owner to publish (`want`) when it saw only private tasks.
  */
-sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint64_t limit,
+sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
                              uint64_t *claimed)
 {
     /* Acquire on bottom and ring: the slots below bottom, and the ring's
@@ -148,6 +153,16 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint64_t lim
         uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
         if (!sf__pending_holds(q, s) || sf__tag(s) >= sub)
             continue;
+        if (region != 0) {
+            /* Acquire: pairs with the push's release of this state, after
+             * which the maker's region is visible. A region read from a
+             * later incarnation comes with a state change that fails the
+             * claim below. */
+            s = atomic_load_explicit(&f->state, memory_order_acquire);
+            if (!sf__pending_holds(q, s) || sf__tag(s) >= sub ||
+                atomic_load_explicit(&f->region, memory_order_relaxed) != region)
+                continue;
+        }
         uint64_t run = sf__with_status(s, SF__RUNNING);
         if (sf__tag(s) >= pub) {
             if (!(flags & SF__STEAL_PRIVATE)) {

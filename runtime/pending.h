@@ -102,8 +102,8 @@ static inline bool sf__pending_holds(const struct sf__pending *q, uint64_t s)
 }
 
 bool sf__pending_grow(struct sf__pending *q);
-sf_future *sf__pending_pop(struct sf__pending *q, uint64_t *claimed);
-sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint64_t limit,
+sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed);
+sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
                              uint64_t *claimed);
 void sf__pending_trim_slow(struct sf__pending *q, sf_future *f);
 void sf__pending_trim_top(struct sf__pending *q, uint64_t max);

@@ -43,7 +43,7 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
          k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
-        sf_future *f = sf__pending_steal(&v->q, flags, TAKE_SCAN, claimed);
+        sf_future *f = sf__pending_steal(&v->q, flags, 0, TAKE_SCAN, claimed);
         if (f != NULL) {
             *from = v->id;
             return f;

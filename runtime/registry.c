@@ -99,6 +99,7 @@ struct sf__thread *sf__registry_register(bool worker)
     SF__OWNER_SET(&t->free);
     t->is_worker = worker;
     t->depth = 0;
+    t->region = 0;
     sf__stack_bounds(&t->stack_lo, &t->stack_size);
     /* The mapping's top holds the thread's static TLS (ThreadSanitizer's
      * state alone is most of a megabyte there): count only what lies below

@@ -26,6 +26,8 @@ struct sf__thread {
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
     unsigned depth;            /* tasks running nested on this thread now (owner) */
+    uint32_t region;           /* isolation region of the task running here, 0 none
+                                * (owner; get.c, Isolation) */
     uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
     _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
     uintptr_t stack_lo;        /* the thread's stack, lowest address (0: unknown) */

@@ -31,6 +31,9 @@ void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum
  * each copy keeps only its own branches; traced is sf__trace_on or false.
  * No runtime lock may be held (debug.h checks).
  */
+/* Runs f's function with me->region set to `region`, then restores it. */
+void *sf__run_in_region(struct sf__thread *me, sf_future *f, uint32_t region);
+
 static inline __attribute__((always_inline)) void
 sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
 {
@@ -46,7 +49,14 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
         sf__trace_event(me, SF__EV_FSTART, claimed, how);
     sf__witness_assert_none("a task starts");
     me->depth++;
-    void *r = f->u.fn(f->val);
+    /* The task's region is this thread's while it runs: what it makes
+     * belongs to the region too, and its gets help only within it. Usually
+     * it is the region already here; a switch goes out of line, keeping
+     * the fork-join path free of a save and restore. Relaxed: written
+     * before the claim we hold (push's release, or our own store). */
+    uint32_t region = atomic_load_explicit(&f->region, memory_order_relaxed);
+    void *r = SF__LIKELY(region == me->region) ? f->u.fn(f->val)
+                                               : sf__run_in_region(me, f, region);
     me->depth--;
     /* Trace before publishing: once DONE is visible the future may be
      * recycled, so only the local copy of its state names it afterwards. */

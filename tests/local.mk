@@ -19,6 +19,7 @@ check_PROGRAMS += tests/test_trace
 check_PROGRAMS += tests/test_claim
 check_PROGRAMS += tests/test_pending
 check_PROGRAMS += tests/test_fork
+check_PROGRAMS += tests/test_isolated
 check_PROGRAMS += tests/test_stress
 
 TESTS += tests/test_lazy
@@ -34,7 +35,12 @@ TESTS += tests/test_trace
 TESTS += tests/test_claim
 TESTS += tests/test_pending
 TESTS += tests/test_fork
+TESTS += tests/test_isolated
 TESTS += tests/test_stress
+
+tests_test_isolated_SOURCES = tests/test_isolated.c tests/testutil.c tests/testutil.h
+tests_test_isolated_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_isolated_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 tests_test_lazy_SOURCES = tests/test_lazy.c tests/testutil.c tests/testutil.h
 tests_test_lazy_LDADD = libsf.la $(CHECK_LIBS)

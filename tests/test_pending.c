@@ -62,14 +62,14 @@ START_TEST(push_tags_and_pop_lifo)
     ck_assert_uint_eq(bottom(), 3);
     for (int i = 2; i >= 0; i--) {
         uint64_t claimed = 0;
-        ck_assert_ptr_eq(sf__pending_pop(&q, &claimed), &fs[i]);
+        ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[i]);
         ck_assert_uint_eq(claimed, (tag_of((uint64_t)i) << SF__TAG_SHIFT) | SF__RUNNING);
         ck_assert_uint_eq(st(&fs[i]), claimed);
         ck_assert(!sf__pending_holds(&q, st(&fs[i])));
         ck_assert_uint_eq(bottom(), (uint64_t)i);
     }
     uint64_t claimed = 0;
-    ck_assert_ptr_null(sf__pending_pop(&q, &claimed));
+    ck_assert_ptr_null(sf__pending_pop(&q, 0, &claimed));
     /* A future of another queue (another id in its tag) is not held here. */
     ck_assert(!sf__pending_holds(&q, (((uint64_t)(ID + 1) << SF__SEQ_BITS) << SF__TAG_SHIFT) |
                                          SF__PENDING));
@@ -88,7 +88,7 @@ START_TEST(ring_grows)
     ck_assert_uint_eq(bottom() - top(), NF);
     for (int i = NF - 1; i >= 0; i--) {
         uint64_t claimed;
-        ck_assert_ptr_eq(sf__pending_pop(&q, &claimed), &fs[i]);
+        ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[i]);
         ck_assert_uint_eq(sf__tag_seq(claimed), (uint64_t)i);
     }
     ck_assert_uint_eq(bottom(), top());
@@ -204,7 +204,7 @@ struct steal_arg {
 static void *steal_thread(void *p)
 {
     struct steal_arg *a = p;
-    a->got = sf__pending_steal(&q, a->flags, UINT64_MAX, &a->claimed);
+    a->got = sf__pending_steal(&q, a->flags, 0, UINT64_MAX, &a->claimed);
     return NULL;
 }
 
@@ -255,7 +255,7 @@ START_TEST(has_pending_and_discard)
     ck_assert(!sf__pending_has_pending(&q));
     /* A slot whose future was discarded is dropped by the next pop. */
     uint64_t claimed;
-    ck_assert_ptr_null(sf__pending_pop(&q, &claimed));
+    ck_assert_ptr_null(sf__pending_pop(&q, 0, &claimed));
     ck_assert_uint_eq(bottom(), 0);
 }
 END_TEST
