@@ -131,12 +131,16 @@ SF_EXPORT void sf_release(sf_future *f)
             return;
         case SF__PENDING: {
             /* Claim it for nobody: the task never runs. Its queue slot goes
-             * stale and is trimmed by the queue's owner. */
+             * stale: trimmed now if the queue is ours (so that a burst of
+             * released tasks leaves the ring to shrink, pending.h), else by
+             * its owner later. */
             uint64_t queued = s; /* the claim overwrites s; the trace names the task */
             bool mine = me != NULL && sf__pending_holds(&me->q, s);
             struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;
             if (mine ? sf__pending_claim_own(q, f, &s, SF__FREE)
                      : sf__pending_claim_foreign(q, f, &s, SF__FREE)) {
+                if (mine)
+                    sf__pending_trim(q, f);
                 if (me != NULL) {
                     SF__BUMP(me->c_discarded);
                     SF__TRACE(me, DISCARD, queued, 0);

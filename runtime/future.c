@@ -1,110 +1,225 @@
 /*
  * future.c - layer 1: the memory of futures.
  *
- * Futures are 32 bytes, carved from 64 KiB slabs that live until
- * sf_shutdown. Each thread keeps a free list (future.h); a thread that frees
- * many more than it makes spills half to a global stash that others refill
- * from. Because slab memory is never returned while the runtime runs, a
- * pointer read from any queue slot, however stale, points at some future:
- * this type stability is what lets claimers read a stale slot and settle
- * everything with one CAS on the state word (pending.h). Concurrency Kit's
- * epoch reclamation would let slabs go back earlier, at the price of an
- * epoch section around every scan; type stability costs nothing per task.
+ * Futures are 32 bytes, carved from 64 KiB slabs, 31 to a 2 MiB arena
+ * mapped with mmap and aligned to its size; the arena's first 64 KiB hold
+ * its header (the slabs' bookkeeping), so a future's slab is found from its
+ * address alone. Each thread keeps a free list (future.h); a thread that
+ * frees many more than it makes spills half to the global stash, kept per
+ * slab, that others refill from.
+ *
+ * Type stability. Arenas stay mapped until sf_shutdown, so a pointer read
+ * from any queue slot, however stale, points at some future: claimers read
+ * a stale slot and settle everything with one CAS on the state word
+ * (pending.h). Concurrency Kit's epoch reclamation would let memory go
+ * earlier, at the price of an epoch section around every scan.
+ *
+ * Memory comes back anyway. When every future of a slab is in the stash,
+ * the slab is taken off the stash and its pages are discarded (madvise
+ * MADV_DONTNEED): the mapping stays, and reads find zeros - a FREE future,
+ * no waiters, no region - which no claim can take (a claim expects
+ * PENDING). Such a cold slab is the first to be handed out again. So after
+ * a burst of tasks is released, its futures' memory returns to the system
+ * as the spills complete slabs, bounded by what threads keep on their own
+ * lists (SF__SPILL_AT each).
+ *
+ * Invariant: a future is in exactly one of: in use, one thread's free list,
+ * its slab's stash list; a cold slab has all its futures in none and reads
+ * as zeros. Slab bookkeeping is under slab_lock.
  */
 #include "future.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#define SLAB_BYTES (64 * 1024)
-#define SLAB_FUTURES ((SLAB_BYTES - 64) / sizeof(sf_future))
+#define SLAB_BYTES ((size_t)64 << 10)
+#define SLAB_FUTURES (SLAB_BYTES / sizeof(sf_future))
+#define ARENA_BYTES ((size_t)2 << 20)
+#define ARENA_SLABS (ARENA_BYTES / SLAB_BYTES) /* slab 0 is the header */
 
 struct slab {
-    struct slab *next;
-    _Alignas(64) sf_future f[SLAB_FUTURES];
+    sf_future *stash;         /* its futures in the stash */
+    uint32_t n;               /* how many */
+    struct slab *prev, *next; /* on the partial list while 0 < n; next: on cold */
+    char *mem;
 };
+
+struct arena {
+    struct arena *next;
+    struct slab slab[ARENA_SLABS]; /* [0] unused: the header's own */
+};
+_Static_assert(sizeof(struct arena) <= SLAB_BYTES, "an arena's header fits its first slab");
 
 /* A leaf lock (debug.h): nothing is taken under it. */
 static struct sf__lock slab_lock = SF__LOCK_INITIALIZER(SF__RANK_LEAF, "slab_lock");
-static struct slab *slabs;
-static sf_future *stash;
+static struct arena *arenas;
+static struct slab *partial; /* slabs with futures in the stash */
+static struct slab *cold;    /* slabs whose futures are all free and discarded */
 
 _Static_assert(sizeof(sf_future) == 32, "a future is 32 bytes: two per cache line");
+
+static struct slab *slab_of(const sf_future *f)
+{
+    struct arena *a = (struct arena *)((uintptr_t)f & ~(uintptr_t)(ARENA_BYTES - 1));
+    return &a->slab[((uintptr_t)f - (uintptr_t)a) / SLAB_BYTES];
+}
+
+/* Under slab_lock. */
+static void partial_remove(struct slab *sl)
+{
+    if (sl->prev != NULL)
+        sl->prev->next = sl->next;
+    else
+        partial = sl->next;
+    if (sl->next != NULL)
+        sl->next->prev = sl->prev;
+    sl->prev = sl->next = NULL;
+}
+
+/* Maps an arena and puts its slabs on the cold list. Under slab_lock. */
+static bool arena_new(void)
+{
+    /* Twice the size, then trimmed to an aligned arena. */
+    char *m = mmap(NULL, 2 * ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return false;
+    char *a = (char *)(((uintptr_t)m + ARENA_BYTES - 1) & ~(uintptr_t)(ARENA_BYTES - 1));
+    if (a > m)
+        munmap(m, (size_t)(a - m));
+    munmap(a + ARENA_BYTES, (size_t)(m + 2 * ARENA_BYTES - (a + ARENA_BYTES)));
+    struct arena *ar = (struct arena *)a; /* fresh pages: zeros */
+    ar->next = arenas;
+    arenas = ar;
+    for (size_t i = ARENA_SLABS; i-- > 1;) {
+        ar->slab[i].mem = a + i * SLAB_BYTES;
+        ar->slab[i].next = cold;
+        cold = &ar->slab[i];
+    }
+    return true;
+}
 
 sf_future *sf__future_refill(struct sf__freelist *fl)
 {
     sf__lock(&slab_lock);
-    if (stash != NULL) {
-        /* Take at most half a spill's worth, so threads do not trade the
-         * whole stash back and forth. */
-        size_t n = 1;
-        sf_future *head = stash, *last = stash;
-        while (last->u.next != NULL && n < SF__SPILL_AT / 2) {
+    struct slab *sl = partial;
+    if (sl != NULL) {
+        /* One slab's stash at a time: at most SLAB_FUTURES, and whole
+         * slabs stay together on few lists. */
+        partial_remove(sl);
+        sf_future *head = sl->stash, *last = head;
+        while (last->u.next != NULL)
             last = last->u.next;
-            n++;
-        }
-        stash = last->u.next;
-        sf__unlock(&slab_lock);
         last->u.next = fl->head;
         fl->head = head;
-        fl->n += n;
+        fl->n += sl->n;
+        sl->stash = NULL;
+        sl->n = 0;
+        sf__unlock(&slab_lock);
         return fl->head;
     }
-    struct slab *s = aligned_alloc(64, sizeof *s);
-    if (s == NULL) {
+    if (cold == NULL && !arena_new()) {
         sf__unlock(&slab_lock);
         return NULL;
     }
-    memset(s, 0, sizeof *s); /* every state FREE, every waiters count 0 */
-    s->next = slabs;
-    slabs = s;
+    sl = cold;
+    cold = sl->next;
+    sl->next = NULL;
     sf__unlock(&slab_lock);
+    /* Ours alone now. Its memory reads as zeros: every state FREE, every
+     * waiters count 0. */
+    sf_future *fs = (sf_future *)sl->mem;
     for (size_t i = SLAB_FUTURES; i-- > 0;) {
-        s->f[i].u.next = fl->head;
-        fl->head = &s->f[i];
+        fs[i].u.next = fl->head;
+        fl->head = &fs[i];
     }
     fl->n += SLAB_FUTURES;
     return fl->head;
 }
 
+/* Puts f into its slab's stash list; a slab that becomes whole goes on
+ * *done instead (its futures are unlinked). Under slab_lock. */
+static void stash_one(sf_future *f, struct slab **done)
+{
+    struct slab *sl = slab_of(f);
+    f->u.next = sl->stash;
+    sl->stash = f;
+    if (sl->n++ == 0) {
+        sl->prev = NULL;
+        sl->next = partial;
+        if (partial != NULL)
+            partial->prev = sl;
+        partial = sl;
+    }
+    if (sl->n == SLAB_FUTURES) {
+        partial_remove(sl);
+        sl->stash = NULL;
+        sl->n = 0;
+        sl->next = *done;
+        *done = sl;
+    }
+}
+
+/* Discards the memory of whole slabs, then makes them cold. The discard
+ * happens before anyone can refill from them: nobody else holds them. */
+static void discard_and_cool(struct slab *done)
+{
+    if (done == NULL)
+        return;
+    struct slab *last = NULL;
+    for (struct slab *sl = done; sl != NULL; sl = sl->next) {
+        sf__memory_discard(sl->mem, SLAB_BYTES);
+        last = sl;
+    }
+    sf__lock(&slab_lock);
+    last->next = cold;
+    cold = done;
+    sf__unlock(&slab_lock);
+}
+
 void sf__future_spill(struct sf__freelist *fl)
 {
-    sf_future *head = fl->head, *last = head;
-    for (size_t i = 1; i < SF__SPILL_AT / 2; i++)
-        last = last->u.next;
-    fl->head = last->u.next;
-    fl->n -= SF__SPILL_AT / 2;
+    sf_future *f = fl->head;
+    struct slab *done = NULL;
     sf__lock(&slab_lock);
-    last->u.next = stash;
-    stash = head;
+    for (size_t i = 0; i < SF__SPILL_AT / 2; i++) {
+        sf_future *next = f->u.next;
+        stash_one(f, &done);
+        f = next;
+    }
     sf__unlock(&slab_lock);
+    fl->head = f;
+    fl->n -= SF__SPILL_AT / 2;
+    discard_and_cool(done);
 }
 
 void sf__future_free_shared(sf_future *f)
 {
+    struct slab *done = NULL;
     sf__lock(&slab_lock);
-    f->u.next = stash;
-    stash = f;
+    stash_one(f, &done);
     sf__unlock(&slab_lock);
+    discard_and_cool(done);
 }
 
 void sf__futures_free_all(void)
 {
     sf__lock(&slab_lock);
-    while (slabs != NULL) {
-        struct slab *next = slabs->next;
-        free(slabs);
-        slabs = next;
+    while (arenas != NULL) {
+        struct arena *next = arenas->next;
+        munmap(arenas, ARENA_BYTES);
+        arenas = next;
     }
-    stash = NULL;
+    partial = cold = NULL;
     sf__unlock(&slab_lock);
 }
 
 void sf__futures_after_fork(void)
 {
     sf__lock_init(&slab_lock, SF__RANK_LEAF, "slab_lock");
-    slabs = NULL;
-    stash = NULL;
+    arenas = NULL;
+    partial = cold = NULL;
 }
 
 void sf__freelist_destroy(struct sf__freelist *fl)

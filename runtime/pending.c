@@ -8,12 +8,53 @@
 
 #include <stdlib.h>
 
+
+static unsigned log2_of(uint64_t size) { return 63u - (unsigned)__builtin_clzll(size); }
+
+static size_t ring_bytes(uint64_t size) { return sizeof(struct sf__ring) + size * sizeof(sf_future *); }
+
 static struct sf__ring *ring_new(uint64_t size)
 {
-    struct sf__ring *r = calloc(1, sizeof *r + size * sizeof r->slot[0]);
+    struct sf__ring *r = calloc(1, ring_bytes(size));
     if (r != NULL)
         r->mask = size - 1;
     return r;
+}
+
+/* Owner: a ring of `size`, the spare of that size if there is one. */
+static struct sf__ring *ring_get(struct sf__pending *q, uint64_t size)
+{
+    unsigned k = log2_of(size);
+    if (k >= SF__RING_SIZES)
+        return NULL;
+    struct sf__ring *r = q->spare[k];
+    if (r != NULL) {
+        q->spare[k] = NULL;
+        return r;
+    }
+    return ring_new(size);
+}
+
+/* Owner: copies [top, bottom) into r, publishes r, and keeps the old ring
+ * as the spare of its size with its pages discarded. No spare of that size
+ * exists: the old ring was made or taken when there was none, and since then
+ * only rings of other sizes were made. */
+static void ring_switch(struct sf__pending *q, struct sf__ring *r)
+{
+    uint64_t b = SF__OWN_LOAD(&q->bottom);
+    uint64_t tp = SF__OWN_LOAD(&q->top);
+    struct sf__ring *old = SF__OWN_LOAD(&q->ring);
+    for (uint64_t i = tp; i < b; i++)
+        /* Relaxed: the ring is published by the release store below. */
+        atomic_store_explicit(&r->slot[i & r->mask], SF__OWN_LOAD(&old->slot[i & old->mask]),
+                              memory_order_relaxed);
+    /* Release: a scanner that loads the new ring (acquire) sees its slots. */
+    atomic_store_explicit(&q->ring, r, memory_order_release);
+    /* A scanner still reading the old ring finds NULL slots from now on
+     * (skipped), or stale futures of this queue (claims check the tag). */
+    if (old->mask + 1 >= SF__RING_SHRINK_MIN)
+        sf__memory_discard(old->slot, (old->mask + 1) * sizeof old->slot[0]);
+    q->spare[log2_of(old->mask + 1)] = old;
 }
 
 int sf__pending_init(struct sf__pending *q, int id)
@@ -38,11 +79,10 @@ void sf__pending_destroy(struct sf__pending *q)
 {
     /* Relaxed: nobody else uses q any more (the caller's contract). */
     sf__gate_destroy(&q->gate);
-    struct sf__ring *r = atomic_load_explicit(&q->ring, memory_order_relaxed);
-    while (r != NULL) {
-        struct sf__ring *older = r->retired;
-        free(r);
-        r = older;
+    free(atomic_load_explicit(&q->ring, memory_order_relaxed));
+    for (unsigned k = 0; k < SF__RING_SIZES; k++) {
+        free(q->spare[k]);
+        q->spare[k] = NULL;
     }
     atomic_store_explicit(&q->ring, NULL, memory_order_relaxed);
 }
@@ -66,6 +106,18 @@ void sf__pending_trim_top(struct sf__pending *q, uint64_t max)
         /* Relaxed: top is only where scanners start looking; every slot it
          * skips holds nothing they could claim. */
         atomic_store_explicit(&q->top, tp, memory_order_relaxed);
+    /* A burst is over when a big ring is mostly empty: halve it (or more),
+     * keeping it at least four times what it holds, so that a queue that
+     * hovers around a size does not flip between two. */
+    uint64_t held = b - tp, size = r->mask + 1;
+    if (size >= SF__RING_SHRINK_MIN && held * 8 < size) {
+        uint64_t want = SF__RING_MIN; /* a power of two >= 4 x held: <= size / 2 */
+        while (want < held * 4)
+            want *= 2;
+        struct sf__ring *nr = ring_get(q, want);
+        if (nr != NULL)
+            ring_switch(q, nr);
+    }
 }
 
 /* Owner: make room for one more slot, trimming or doubling the ring. */
@@ -77,17 +129,10 @@ bool sf__pending_grow(struct sf__pending *q)
     struct sf__ring *old = SF__OWN_LOAD(&q->ring);
     if (b - tp <= old->mask)
         return true;
-    struct sf__ring *r = ring_new((old->mask + 1) * 2);
+    struct sf__ring *r = ring_get(q, (old->mask + 1) * 2);
     if (r == NULL)
         return false;
-    for (uint64_t i = tp; i < b; i++)
-        /* Relaxed: the ring is published by the release store below. */
-        atomic_store_explicit(&r->slot[i & r->mask], SF__OWN_LOAD(&old->slot[i & old->mask]),
-                              memory_order_relaxed);
-    /* A scanner may still read the old ring: keep it as long as the queue. */
-    r->retired = old;
-    /* Release: a scanner that loads the new ring (acquire) sees its slots. */
-    atomic_store_explicit(&q->ring, r, memory_order_release);
+    ring_switch(q, r);
     return true;
 }
 

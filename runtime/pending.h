@@ -48,9 +48,13 @@
  * task ever made: the owner trims after every claim of its own
  * (sf__pending_trim) and while it waits (sf__pending_trim_top).
  *
- * Rings grow by doubling; old rings stay allocated until the queue is
- * destroyed because a scanner may still be reading them (their entries are
- * stale but valid).
+ * Rings grow by doubling, and shrink by halves once a burst is over
+ * (sf__pending_trim_top). A replaced ring stays allocated until the queue
+ * is destroyed, because a scanner may still be reading it: its entries are
+ * stale but valid futures of this queue, or NULL. So it is kept as the spare
+ * of its size, its pages discarded (read as NULL slots afterwards), and
+ * reused when the queue needs that size again: at most one ring of each size
+ * exists, live or spare, so a queue's rings take at most twice its largest.
  */
 #ifndef SF_PENDING_H
 #define SF_PENDING_H
@@ -58,12 +62,13 @@
 #include "claim.h"
 
 #define SF__RING_MIN 256
+#define SF__RING_SHRINK_MIN (SF__RING_MIN * 64) /* smaller rings never shrink */
 
 struct sf__ring {
     uint64_t mask;            /* size - 1, size a power of two */
-    struct sf__ring *retired; /* older rings, kept until the queue is destroyed */
     _Atomic(sf_future *) slot[];
 };
+#define SF__RING_SIZES 48     /* log2 of a ring's size is below this */
 
 struct sf__pending {
     /* Written by the owner only; read by any thread scanning for work. */
@@ -73,6 +78,7 @@ struct sf__pending {
     _Atomic uint64_t pub_seq; /* ... with seq < pub_seq are public: claimable by CAS */
     _Atomic(struct sf__ring *) ring;
     uint64_t seq;             /* next tag: thread id << SF__SEQ_BITS | push counter */
+    struct sf__ring *spare[SF__RING_SIZES]; /* replaced rings by log2 size (owner) */
     int id;                   /* the owner's thread id, the high bits of every tag */
     SF__OWNER_FIELD
 

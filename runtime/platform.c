@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,4 +68,14 @@ uint64_t sf__now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sf__memory_discard(void *p, size_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096;
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED); /* a failure only keeps the pages */
 }

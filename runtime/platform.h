@@ -91,6 +91,10 @@ void sf__stack_bounds(uintptr_t *lo, size_t *size);
 /* Monotonic nanoseconds. */
 uint64_t sf__now_ns(void);
 
+/* Gives the whole pages within [p, p + n) back to the system; they stay
+ * mapped and read as zeros afterwards (private anonymous memory only). */
+void sf__memory_discard(void *p, size_t n);
+
 /* The CPU's spin-wait hint (x86 pause), through Concurrency Kit, which has it
  * for every architecture it supports. */
 static inline void sf__pause(void) { ck_pr_stall(); }

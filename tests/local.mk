@@ -20,6 +20,7 @@ check_PROGRAMS += tests/test_claim
 check_PROGRAMS += tests/test_pending
 check_PROGRAMS += tests/test_fork
 check_PROGRAMS += tests/test_isolated
+check_PROGRAMS += tests/test_memory
 check_PROGRAMS += tests/test_stress
 
 TESTS += tests/test_lazy
@@ -36,7 +37,12 @@ TESTS += tests/test_claim
 TESTS += tests/test_pending
 TESTS += tests/test_fork
 TESTS += tests/test_isolated
+TESTS += tests/test_memory
 TESTS += tests/test_stress
+
+tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
+tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_memory_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 tests_test_isolated_SOURCES = tests/test_isolated.c tests/testutil.c tests/testutil.h
 tests_test_isolated_LDADD = libsf.la $(CHECK_LIBS)

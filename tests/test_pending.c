@@ -84,7 +84,10 @@ START_TEST(ring_grows)
     struct sf__ring *r = atomic_load(&q.ring);
     ck_assert_uint_ge(r->mask + 1, NF);
     ck_assert_uint_eq((r->mask + 1) & r->mask, 0); /* a power of two */
-    ck_assert_ptr_nonnull(r->retired);             /* the old rings are kept */
+    /* The old rings are kept as spares, one per size (scanners may read them). */
+    for (uint64_t size = SF__RING_MIN; size < r->mask + 1; size *= 2)
+        ck_assert_ptr_nonnull(q.spare[__builtin_ctzll(size)]);
+    ck_assert_ptr_null(q.spare[__builtin_ctzll(r->mask + 1)]);
     ck_assert_uint_eq(bottom() - top(), NF);
     for (int i = NF - 1; i >= 0; i--) {
         uint64_t claimed;
@@ -92,6 +95,40 @@ START_TEST(ring_grows)
         ck_assert_uint_eq(sf__tag_seq(claimed), (uint64_t)i);
     }
     ck_assert_uint_eq(bottom(), top());
+}
+END_TEST
+
+/* After a burst the ring shrinks back, its big ring kept as a spare that
+ * the next burst reuses: a queue's rings stay within twice its largest. */
+#define BURST (SF__RING_MIN * 256)
+static struct sf__ring *first_big;
+START_TEST(ring_shrinks_after_a_burst_and_reuses_its_spare)
+{
+    sf_future *b = calloc(BURST, sizeof *b); /* zeroed: FREE */
+    ck_assert_ptr_nonnull(b);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < BURST; i++) {
+            b[i].u.fn = fn;
+            ck_assert(sf__pending_push(&q, &b[i]));
+        }
+        struct sf__ring *big = atomic_load(&q.ring);
+        ck_assert_uint_eq(big->mask + 1, BURST);
+        if (round > 0) /* the spare of the first burst, not a new ring */
+            ck_assert_ptr_eq(big, first_big);
+        first_big = big;
+        for (int i = 0; i < BURST; i++) { /* oldest first, as a program would */
+            uint64_t s = st(&b[i]);
+            ck_assert(sf__pending_claim_own(&q, &b[i], &s, sf__with_status(s, SF__RUNNING)));
+            sf__pending_trim(&q, &b[i]);
+            atomic_store(&b[i].state, SF__FREE);
+        }
+        sf__pending_trim_top(&q, UINT64_MAX);
+        struct sf__ring *r = atomic_load(&q.ring);
+        ck_assert_uint_eq(bottom(), top());
+        ck_assert_uint_lt(r->mask + 1, SF__RING_SHRINK_MIN);
+        ck_assert_ptr_eq(q.spare[__builtin_ctzll(BURST)], big);
+    }
+    free(b);
 }
 END_TEST
 
@@ -321,6 +358,7 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, push_tags_and_pop_lifo);
     tcase_add_test(tc, ring_grows);
     tcase_add_test(tc, grow_reuses_a_trimmed_ring);
+    tcase_add_test(tc, ring_shrinks_after_a_burst_and_reuses_its_spare);
     tcase_add_test(tc, trim_drops_the_newest_slot);
     tcase_add_test(tc, trim_after_the_oldest);
     tcase_add_test(tc, trim_top_skips_finished_slots);
