@@ -263,6 +263,95 @@ SF_EXPORT int sf_is_done(const sf_future *f);
  */
 SF_EXPORT void sf_release(sf_future *f);
 
+/*
+ * When things go wrong: failures, cancellation, deadlock.
+ *
+ * C has no exceptions, so a task fails by saying so: sf_fail() marks the
+ * running task failed with an errno-style code and a message, and the task
+ * then returns as usual (its return value is ignored). Whoever gets that
+ * future sees the failure instead of a result: sf_wait() returns the code,
+ * sf_get() returns NULL with errno set to it, sf_error_message() reads the
+ * message. A failure goes no further than the get that sees it: a parent
+ * that gets a failed child decides what to do (return normally, or fail in
+ * turn with sf_fail()).
+ *
+ * A failure nobody sees is not lost: a failed future released without any
+ * sf_get(), sf_wait() or sf_error_message() on it since it failed, or still
+ * unseen at sf_shutdown(), is reported to the unhandled-failure hook
+ * (sf_on_unhandled); by default one line on stderr:
+ *   "libsf: unhandled failure of task <fn> (<code name>): <message>".
+ *
+ * sf_cancel() stops a task that nobody needs: one that has not started
+ * never runs; one that runs may ask sf_cancelled() and stop early. Getters
+ * of a cancelled task see ECANCELED.
+ *
+ * A get that can never return fails instead of hanging: a task that gets
+ * its own future, or one that closes a cycle of gets (A gets B while B,
+ * running on another thread, gets A; or longer), gets EDEADLK. The other
+ * gets of the cycle then complete once that task goes on. The check runs
+ * only when a get is about to sleep, so the fork-join path pays nothing, and
+ * it reports only a cycle it saw stand still twice, never a false one.
+ */
+
+/*
+ * Inside a task: marks the running task failed with `code` (> 0, an errno
+ * value or any positive number of the program's) and a printf-style message
+ * (fmt may be NULL: no message; at most 1023 bytes are kept). The first
+ * failure of a task stands.
+ *
+ * Returns 0, or -1 with errno:
+ *   EINVAL    code <= 0, or the calling thread is not running a task;
+ *   EALREADY  the task already failed (the earlier failure stands);
+ *   ENOMEM    no memory for the message (the task still fails, with no
+ *             message).
+ */
+SF_EXPORT int sf_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * sf_get() with the failure as a return value: returns 0 and stores the
+ * task's result in *result (if result is not NULL), or returns an error code
+ * (and leaves *result alone):
+ *   the task's sf_fail() code, or ECANCELED if it was cancelled;
+ *   EDEADLK  this get closes a cycle of gets (see above);
+ *   EINVAL   f is NULL or was released;
+ *   EAGAIN, ENOMEM  as sf_get().
+ */
+SF_EXPORT int sf_wait(sf_future *f, void **result);
+
+/*
+ * The message of a failed future (sf_fail's), or NULL if it has none, has not
+ * failed, or f is NULL. Valid until f is released. Counts as seeing the
+ * failure (no unhandled report).
+ */
+SF_EXPORT const char *sf_error_message(const sf_future *f);
+
+/*
+ * Sets the unhandled-failure hook: hook(code, message, ctx) runs, in the
+ * thread that releases the future (or calls sf_shutdown), for every failure
+ * nobody saw (see above); message may be NULL. NULL restores the default
+ * (one line on stderr). Holds for the life of the process.
+ */
+SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
+                               void *ctx);
+
+/*
+ * Cancels f's task. If it has not started, it never runs: f is done at once
+ * and its getters see ECANCELED. If it runs, it is asked to stop: while it
+ * runs, sf_cancelled() returns 1 in it, and if it saw that, its getters see
+ * ECANCELED; a task that finishes without asking keeps its result. A done
+ * task is left as it is. The caller still releases f.
+ *
+ * Returns 0 if f was cancelled or asked to stop, 1 if it was already done,
+ * or -1 with errno EINVAL (f is NULL or released).
+ */
+SF_EXPORT int sf_cancel(sf_future *f);
+
+/*
+ * Inside a task: 1 if someone called sf_cancel() on it (the task should stop
+ * early; its getters will see ECANCELED), else 0. Outside a task: 0.
+ */
+SF_EXPORT int sf_cancelled(void);
+
 /* Counters since sf_init(), summed over every thread; see sf_stats_read(). */
 typedef struct sf_stats {
     int threads;             /* the configured thread count (SF_THREADS) */
