@@ -22,6 +22,9 @@ check_PROGRAMS += tests/test_fork
 check_PROGRAMS += tests/test_isolated
 check_PROGRAMS += tests/test_memory
 check_PROGRAMS += tests/test_stress
+check_PROGRAMS += tests/test_failures
+check_PROGRAMS += tests/test_cancel
+check_PROGRAMS += tests/test_deadlock
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -39,6 +42,9 @@ TESTS += tests/test_fork
 TESTS += tests/test_isolated
 TESTS += tests/test_memory
 TESTS += tests/test_stress
+TESTS += tests/test_failures
+TESTS += tests/test_cancel
+TESTS += tests/test_deadlock
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -97,6 +103,20 @@ tests_test_claim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_fork_SOURCES = tests/test_fork.c tests/testutil.c tests/testutil.h
 tests_test_fork_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_fork_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# sf_fail, sf_wait, sf_cancel and deadlock detection (sf.h, "When things
+# go wrong").
+tests_test_failures_SOURCES = tests/test_failures.c tests/testutil.c tests/testutil.h
+tests_test_failures_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_failures_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_cancel_SOURCES = tests/test_cancel.c tests/testutil.c tests/testutil.h
+tests_test_cancel_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_cancel_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_deadlock_SOURCES = tests/test_deadlock.c tests/testutil.c tests/testutil.h
+tests_test_deadlock_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_deadlock_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # Random trees and shared futures, checked exactly; SF_STRESS_SECONDS=N
 # makes it a soak (tools/soak).
