@@ -22,6 +22,7 @@ check_PROGRAMS += tests/test_fork
 check_PROGRAMS += tests/test_isolated
 check_PROGRAMS += tests/test_memory
 check_PROGRAMS += tests/test_stress
+check_PROGRAMS += tests/test_faults
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -39,6 +40,7 @@ TESTS += tests/test_fork
 TESTS += tests/test_isolated
 TESTS += tests/test_memory
 TESTS += tests/test_stress
+TESTS += tests/test_faults
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -103,6 +105,13 @@ tests_test_fork_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_stress_SOURCES = tests/test_stress.c tests/testutil.c tests/testutil.h
 tests_test_stress_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# Fault injection: the program defines malloc & co., pthread_create and a few
+# other fallible calls itself (interposing on libsf's calls) and reaches
+# glibc's through dlsym.
+tests_test_faults_SOURCES = tests/test_faults.c tests/testutil.c tests/testutil.h
+tests_test_faults_LDADD = libsf.la $(CHECK_LIBS) -ldl
+tests_test_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h
