@@ -193,8 +193,8 @@ SF_EXPORT void sf_shutdown(void);
  *   EINVAL  fn is NULL;
  *   ENOMEM  no memory for the future, its queue slot, or this thread's
  *           registration;
- *   EAGAIN  the implicit start of the runtime failed, or 2^20 (about a
- *           million) threads that use libsf are alive at once and this one
+ *   EAGAIN  the implicit start of the runtime failed, or 2^17 (131,072)
+ *           threads that use libsf are alive at once and this one
  *           cannot register.
  * A failed sf_do() leaves the runtime and every other future as they were.
  */
@@ -218,7 +218,7 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  * from a task that returned NULL):
  *   EINVAL  f is NULL, or f was already released and its memory not yet
  *           reused (a debug build reports that and aborts);
- *   EAGAIN  the task is not finished and this thread cannot register (2^20
+ *   EAGAIN  the task is not finished and this thread cannot register (2^17
  *           threads that use libsf alive at once), or the implicit start of
  *           the runtime failed; the task is then neither run nor waited for;
  *   ENOMEM  the task is not finished and there is no memory to register this
@@ -279,7 +279,10 @@ SF_EXPORT void sf_release(sf_future *f);
  * sf_get(), sf_wait() or sf_error_message() on it since it failed, or still
  * unseen at sf_shutdown(), is reported to the unhandled-failure hook
  * (sf_on_unhandled); by default one line on stderr:
- *   "libsf: unhandled failure of task <fn> (<code name>): <message>".
+ *   "libsf: unhandled failure of task <fn> (<code name>, <code>): <message>"
+ * (<fn> is the task function's name where the dynamic linker knows it, else
+ * its address). A cancelled task is no failure to report: its canceller
+ * knows.
  *
  * sf_cancel() stops a task that nobody needs: one that has not started
  * never runs; one that runs may ask sf_cancelled() and stop early. Getters

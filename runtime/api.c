@@ -1,12 +1,17 @@
 /*
  * api.c - layer 5: the public entry points on futures: sf_do, sf_get,
- * sf_get_isolated, sf_release, sf_is_done. Each checks its arguments, finds the calling
+ * sf_get_isolated, sf_wait, sf_release, sf_is_done, and those of failures and
+ * cancellation (sf_fail, sf_error_message, sf_on_unhandled, sf_cancel,
+ * sf_cancelled). Each checks its arguments, finds the calling
  * thread (starting the runtime if needed, lifecycle.h) and hands over to the
  * layers below; the debug build also reports uses of released futures here.
  */
 #include "lifecycle.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* Debug build: a future the caller released (FREE, or orphaned while its
  * task runs) must not be used again. The release build cannot tell a
@@ -39,7 +44,10 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
         return NULL;
     }
     f->u.fn = fn;
-    f->val = arg;
+    /* Atomic (relaxed, a plain store): a getter following a chain of waits
+     * may read a stale future's val at any time (get.c, Deadlock). The push
+     * publishes it. */
+    __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
     /* Relaxed: published with the task by the push's release store. */
     atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
     /* Counted before the push, so the trace's Queue column (created minus
@@ -71,7 +79,7 @@ SF_EXPORT void *sf_get(sf_future *f)
         return SF__LIKELY(me != NULL) ? sf__get(me, f, s, true) : NULL;
     }
     if (sf__status(s) == SF__DONE)
-        return f->val;
+        return SF__LIKELY(sf__done_ok(s)) ? f->val : sf__get_failed(f);
     struct sf__thread *me = sf__enter();
     if (SF__UNLIKELY(me == NULL))
         return NULL;
@@ -89,14 +97,14 @@ SF_EXPORT void *sf_get_isolated(sf_future *f)
     check_live(f, s, "sf_get_isolated");
     bool traced = sf__trace_on;
     if (sf__status(s) == SF__DONE && !traced)
-        return f->val;
+        return sf__done_ok(s) ? f->val : sf__get_failed(f);
     struct sf__thread *me = sf__enter();
     if (SF__UNLIKELY(me == NULL))
         return NULL;
     if (traced) {
         if (sf__status(s) == SF__DONE) {
             sf__trace_event(me, SF__EV_GET, s, 0);
-            return f->val;
+            return sf__done_ok(s) ? f->val : sf__get_failed(f);
         }
         sf__trace_event(me, SF__EV_GSTART, s, 0);
     }
@@ -120,6 +128,15 @@ SF_EXPORT void sf_release(sf_future *f)
     for (;;) {
         switch (sf__status(s)) {
         case SF__DONE:
+            if (SF__UNLIKELY(s & SF__FAILED)) {
+                /* Nobody saw it: say so now (failure.h). The message goes
+                 * with the future. */
+                if (!(s & SF__SEEN))
+                    sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed),
+                                       f->val, f->u.fn);
+                free(f->val);
+                __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED); /* as in sf_do */
+            }
             if (SF__LIKELY(me != NULL)) {
                 sf__future_put(&me->free, f, s);
             } else {
@@ -178,4 +195,150 @@ SF_EXPORT int sf_is_done(const sf_future *f)
     uint64_t s = atomic_load_explicit(&((sf_future *)f)->state, memory_order_acquire);
     check_live(f, s, "sf_is_done");
     return sf__status(s) == SF__DONE;
+}
+
+SF_EXPORT int sf_wait(sf_future *f, void **result)
+{
+    if (f == NULL)
+        return EINVAL;
+    int saved = errno;
+    errno = 0;
+    void *r = sf_get(f);
+    int rc = errno;
+    /* Acquire: as in sf_get. The caller holds f, so it is not recycled. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    if (sf__status(s) == SF__DONE) {
+        if (s & SF__FAILED) {
+            /* Relaxed: ordered by the acquire above. */
+            rc = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+        } else {
+            rc = 0;
+            if (result != NULL)
+                *result = r;
+        }
+    } else if (rc == 0) {
+        rc = EINVAL; /* not done and no reason given: released under us */
+    }
+    errno = saved;
+    return rc;
+}
+
+SF_EXPORT const char *sf_error_message(const sf_future *f)
+{
+    if (f == NULL)
+        return NULL;
+    sf_future *m = (sf_future *)f; /* marking it seen is no change the caller sees */
+    /* Acquire: the message was written before DONE. */
+    uint64_t s = atomic_load_explicit(&m->state, memory_order_acquire);
+    check_live(f, s, "sf_error_message");
+    if (sf__status(s) != SF__DONE || !(s & SF__FAILED))
+        return NULL;
+    sf__future_mark_seen(m, s);
+    return m->val;
+}
+
+SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx), void *ctx)
+{
+    sf__failure_set_hook(hook, ctx);
+}
+
+#define MESSAGE_MAX 1024 /* bytes kept of a failure's message, the NUL included */
+
+SF_EXPORT int sf_fail(int code, const char *fmt, ...)
+{
+    struct sf__thread *me = sf__thread_self();
+    if (code <= 0 || me == NULL || me->cur == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    char *msg = NULL;
+    bool lost = false;
+    if (fmt != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        size_t size = n < 0 ? 1 : (size_t)n + 1 > MESSAGE_MAX ? MESSAGE_MAX : (size_t)n + 1;
+        if ((msg = malloc(size)) != NULL) {
+            va_start(ap, fmt);
+            vsnprintf(msg, size, fmt, ap);
+            va_end(ap);
+        } else {
+            lost = true;
+        }
+    }
+    int rc = sf__failure_set(me, code, msg, false);
+    if (rc == 0 && lost)
+        rc = ENOMEM;
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return 0;
+}
+
+SF_EXPORT int sf_cancelled(void)
+{
+    struct sf__thread *me = sf__thread_self();
+    if (me == NULL || me->cur == NULL)
+        return 0;
+    /* Relaxed: a request, seen sooner or later; nothing is read through it. */
+    uint64_t s = atomic_load_explicit(&me->cur->state, memory_order_relaxed);
+    if (!(s & SF__CANCEL))
+        return 0;
+    /* The task was told: it ends cancelled (unless it failed already). */
+    (void)sf__failure_set(me, ECANCELED, NULL, true);
+    return 1;
+}
+
+SF_EXPORT int sf_cancel(sf_future *f)
+{
+    if (f == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* Acquire: a DONE read here lets the caller read the result. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    check_live(f, s, "sf_cancel");
+    struct sf__thread *me = NULL;
+    for (;;) {
+        switch (sf__status(s)) {
+        case SF__DONE:
+            return 1;
+        case SF__PENDING: {
+            if (me == NULL && (me = sf__enter()) == NULL)
+                return -1;
+            /* Claim it as a runner would, then complete it unrun. */
+            uint64_t run = sf__with_status(s, SF__RUNNING);
+            bool mine = sf__pending_holds(&me->q, s);
+            struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;
+            if (mine ? sf__pending_claim_own(q, f, &s, run)
+                     : sf__pending_claim_foreign(q, f, &s, run)) {
+                if (mine)
+                    sf__pending_trim(q, f);
+                sf__run_cancelled(me, f, run);
+                return 0;
+            }
+            break;
+        }
+        case SF__RUNNING:
+            if (s & SF__ORPHAN) {
+                errno = EINVAL;
+                return -1;
+            }
+            if (s & SF__CANCEL)
+                return 0;
+            /* Acquire, both ways: a failed CAS rereads the state, which may
+             * be a DONE whose result the caller then reads; the request
+             * itself orders nothing (the task polls it, sf_cancelled). */
+            if (atomic_compare_exchange_weak_explicit(&f->state, &s, s | SF__CANCEL,
+                                                      memory_order_acquire,
+                                                      memory_order_acquire))
+                return 0;
+            break;
+        default: /* FREE: released */
+            errno = EINVAL;
+            return -1;
+        }
+    }
 }

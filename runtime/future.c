@@ -43,6 +43,7 @@ struct slab {
     uint32_t n;               /* how many */
     struct slab *prev, *next; /* on the partial list while 0 < n; next: on cold */
     char *mem;
+    bool cold;                /* discarded, or never used: reads as zeros */
 };
 
 struct arena {
@@ -94,6 +95,7 @@ static bool arena_new(void)
     arenas = ar;
     for (size_t i = ARENA_SLABS; i-- > 1;) {
         ar->slab[i].mem = a + i * SLAB_BYTES;
+        ar->slab[i].cold = true;
         ar->slab[i].next = cold;
         cold = &ar->slab[i];
     }
@@ -126,6 +128,7 @@ sf_future *sf__future_refill(struct sf__freelist *fl)
     sl = cold;
     cold = sl->next;
     sl->next = NULL;
+    sl->cold = false;
     sf__unlock(&slab_lock);
     /* Ours alone now. Its memory reads as zeros: every state FREE, every
      * waiters count 0. */
@@ -173,6 +176,8 @@ static void discard_and_cool(struct slab *done)
         last = sl;
     }
     sf__lock(&slab_lock);
+    for (struct slab *sl = done; sl != NULL; sl = sl->next)
+        sl->cold = true;
     last->next = cold;
     cold = done;
     sf__unlock(&slab_lock);
@@ -203,15 +208,44 @@ void sf__future_free_shared(sf_future *f)
     discard_and_cool(done);
 }
 
+void sf__futures_each(void (*fn)(sf_future *f, uint64_t state))
+{
+    /* No lock: fn may run user code (an unhandled-failure hook), and nobody
+     * else uses futures now. Arenas are only ever added at the head. */
+    for (struct arena *a = arenas; a != NULL; a = a->next)
+        for (size_t i = 1; i < ARENA_SLABS; i++) {
+            if (a->slab[i].cold)
+                continue;
+            sf_future *fs = (sf_future *)a->slab[i].mem;
+            for (size_t k = 0; k < SLAB_FUTURES; k++) {
+                /* Relaxed: nobody else uses futures now (the caller's
+                 * contract). */
+                uint64_t s = atomic_load_explicit(&fs[k].state, memory_order_relaxed);
+                if (s != SF__FREE)
+                    fn(&fs[k], s);
+            }
+        }
+}
+
 void sf__futures_free_all(void)
 {
+    /* The arenas stay mapped, every slab discarded and cold: a future kept
+     * past sf_shutdown reads as FREE (a get of it fails with EINVAL) until
+     * a later runtime hands its memory out again. */
     sf__lock(&slab_lock);
-    while (arenas != NULL) {
-        struct arena *next = arenas->next;
-        munmap(arenas, ARENA_BYTES);
-        arenas = next;
-    }
     partial = cold = NULL;
+    for (struct arena *a = arenas; a != NULL; a = a->next)
+        for (size_t i = ARENA_SLABS; i-- > 1;) {
+            struct slab *sl = &a->slab[i];
+            if (!sl->cold)
+                sf__memory_discard(sl->mem, SLAB_BYTES);
+            sl->stash = NULL;
+            sl->n = 0;
+            sl->prev = NULL;
+            sl->cold = true;
+            sl->next = cold;
+            cold = sl;
+        }
     sf__unlock(&slab_lock);
 }
 

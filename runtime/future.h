@@ -4,7 +4,11 @@
  * The state word is the single arbiter of who runs a task (the claim is a
  * change of it, never a lock held while the task runs):
  *
- *   state = tag << SF__TAG_SHIFT | orphan bit | status
+ *   state = tag << SF__TAG_SHIFT | flags | status
+ *
+ * Flags: ORPHAN (released while it runs), CANCEL (sf_cancel asked the
+ * running task to stop), FAILED (done with a failure: val holds the message,
+ * region the code), SEEN (a getter saw that failure: no unhandled report).
  *
  * The tag names the push that queued this incarnation of the future: the
  * queuing thread's id in its high bits, that thread's push counter below.
@@ -19,9 +23,18 @@
  *   PENDING -> RUNNING         claim: by exactly one of owner, worker, helper
  *   PENDING -> FREE            discard: sf_release before anyone started it
  *   RUNNING -> RUNNING|ORPHAN  sf_release while the task runs
- *   RUNNING -> DONE            completion (run.h)
+ *   RUNNING -> RUNNING|CANCEL  sf_cancel while the task runs
+ *   RUNNING -> RUNNING|FAILED  sf_fail in the task (|SEEN too: sf_cancelled
+ *                              said yes, and a cancelled task is no news)
+ *   RUNNING -> DONE[|FAILED]   completion (run.h); also a cancelled pending
+ *                              task, claimed and completed unrun
+ *   DONE|FAILED -> +SEEN       a getter saw the failure
  *   DONE -> FREE               sf_release after completion
  *   RUNNING|ORPHAN -> FREE     completion of an orphan: the runner frees it
+ * (CANCEL and ORPHAN combine; the runner's completion drops both.)
+ *
+ * While RUNNING, val holds the runner's struct sf__thread (run.h), which is
+ * how a getter about to sleep follows a chain of waits (get.c, Deadlock).
  */
 #ifndef SF_FUTURE_H
 #define SF_FUTURE_H
@@ -42,12 +55,16 @@ enum sf__status {
 };
 #define SF__STATUS_MASK UINT64_C(7)
 #define SF__ORPHAN UINT64_C(8)
-#define SF__TAG_SHIFT 4
+#define SF__CANCEL UINT64_C(16)
+#define SF__FAILED UINT64_C(32)
+#define SF__SEEN UINT64_C(64)
+#define SF__FLAGS (SF__ORPHAN | SF__CANCEL | SF__FAILED | SF__SEEN)
+#define SF__TAG_SHIFT 7
 /* A tag's push counter takes SF__SEQ_BITS; the thread id the bits above. */
 #define SF__SEQ_BITS 40
 /* Thread ids the registry hands out: all a tag holds (64 - SF__TAG_SHIFT -
- * SF__SEQ_BITS bits), about a million live threads. */
-#define SF__MAX_THREAD_IDS (1 << 20)
+ * SF__SEQ_BITS bits), 131,072 live threads. */
+#define SF__MAX_THREAD_IDS (1 << 17)
 _Static_assert(SF__MAX_THREAD_IDS <= (1 << (64 - SF__TAG_SHIFT - SF__SEQ_BITS)),
                "every thread id fits a tag");
 
@@ -74,11 +91,26 @@ static inline uint64_t sf__tag_seq(uint64_t s)
 {
     return sf__tag(s) & ((UINT64_C(1) << SF__SEQ_BITS) - 1);
 }
-/* s with its status replaced (the tag kept, the orphan bit dropped). */
+/* s with its status replaced (the tag kept, the flags dropped). */
 static inline uint64_t sf__with_status(uint64_t s, enum sf__status st)
 {
-    return (s & ~(SF__STATUS_MASK | SF__ORPHAN)) | (uint64_t)st;
+    return (s & ~(SF__STATUS_MASK | SF__FLAGS)) | (uint64_t)st;
 }
+
+/* Marks a failed future's failure seen (no unhandled report); returns its
+ * state. Relaxed: SEEN only tells release and shutdown not to report, and
+ * the CAS fails only on a concurrent SEEN, which is as good. */
+static inline uint64_t sf__future_mark_seen(sf_future *f, uint64_t s)
+{
+    while (!(s & SF__SEEN) &&
+           !atomic_compare_exchange_weak_explicit(&f->state, &s, s | SF__SEEN,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+    return s | SF__SEEN;
+}
+
+/* Done with a result (not a failure): the getters' fast test. */
+static inline bool sf__done_ok(uint64_t s) { return (s & (SF__STATUS_MASK | SF__FAILED)) == SF__DONE; }
 
 /* Is from -> to one of the transitions above? For the debug build's checks. */
 static inline int sf__transition_ok(uint64_t from, uint64_t to)
@@ -87,12 +119,18 @@ static inline int sf__transition_ok(uint64_t from, uint64_t to)
     bool same_tag = sf__tag(from) == sf__tag(to);
     switch (f) {
     case SF__FREE: return t == SF__PENDING;
-    case SF__PENDING: return (t == SF__RUNNING && same_tag && !(to & SF__ORPHAN)) || to == SF__FREE;
+    case SF__PENDING:
+        return (t == SF__RUNNING && same_tag && !(to & SF__FLAGS)) || to == SF__FREE;
     case SF__RUNNING:
-        if (from & SF__ORPHAN)
-            return to == SF__FREE || (t == SF__DONE && same_tag);
-        return (t == SF__DONE && same_tag) || to == (from | SF__ORPHAN);
-    case SF__DONE: return to == SF__FREE;
+        if (t == SF__DONE)
+            return same_tag && !(to & (SF__ORPHAN | SF__CANCEL)) &&
+                   (to & SF__FAILED || !(to & SF__SEEN));
+        if (to == SF__FREE)
+            return (from & SF__ORPHAN) != 0;
+        /* Flags only come: sf_release, sf_cancel, sf_fail, sf_cancelled. */
+        return t == SF__RUNNING && (to & ~SF__FLAGS) == (from & ~SF__FLAGS) &&
+               (to & from) == from;
+    case SF__DONE: return to == SF__FREE || to == (from | SF__SEEN);
     default: return 0;
     }
 }
@@ -127,9 +165,12 @@ sf_future *sf__future_refill(struct sf__freelist *fl);
 void sf__future_spill(struct sf__freelist *fl);
 /* Frees f (FREE already) to the global stash: for a thread with no list. */
 void sf__future_free_shared(sf_future *f);
-/* Returns every slab to the system: only when no thread holds a future
- * (sf_shutdown). */
+/* Gives every slab's memory back to the system (the mappings stay, reading
+ * as FREE futures): only when no thread uses a future (sf_shutdown). */
 void sf__futures_free_all(void);
+/* Calls fn on every future not FREE: only when no thread uses a future
+ * (sf_shutdown, before sf__futures_free_all). */
+void sf__futures_each(void (*fn)(sf_future *f, uint64_t state));
 void sf__freelist_destroy(struct sf__freelist *fl);
 /* In a child after fork(), whose only thread holds no libsf lock: forget
  * every slab (the parent's futures are invalid here; their copies leak) and

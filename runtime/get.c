@@ -42,6 +42,8 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define SPIN_ROUNDS 64      /* looks for work with pauses before yielding */
 #define YIELD_ROUNDS 16     /* then looks after sched_yield before sleeping */
@@ -63,6 +65,159 @@ static bool stack_allows_help(const struct sf__thread *me)
     if (me->stack_size == 0 || sp < me->stack_lo || sp - me->stack_lo >= me->stack_size)
         return true; /* unknown, or not on the stack we know (a coroutine's) */
     return sp - me->stack_lo > me->stack_size / 2;
+}
+
+/*
+ * Deadlock. A get that can never return: f runs on a thread that waits,
+ * through a chain of gets, for a task running on this very thread below
+ * the get - its own future, or one of the futures of its callers. Help-first
+ * means a thread returns to an outer frame only when the inner one ends, so
+ * the links are: f RUNNING names its runner (val, run.h); a thread names the
+ * future its innermost get waits for (waiting_on, with the stamp of when that
+ * wait began on a global clock). A chain that comes back to this thread is a
+ * cycle. Nobody on a cycle can go on; to break it, the get that closed it -
+ * the one whose wait began last - fails with EDEADLK, and the others complete
+ * once its task goes on.
+ *
+ * No false cycle: links are read one at a time while threads move, so a
+ * chain counts only if the same chain, link for link (states with their
+ * tags, runners, waits with their stamps), is read twice, before two sleeps.
+ * Each link then held from its first reading to its second (a state with the
+ * same tag is the same incarnation, RUNNING until it ends; a wait with the
+ * same stamp is the same wait, in progress until it ends), so all of them
+ * held at once between the two passes: a real cycle, which never resolves.
+ * A runner is accepted only if val is a registered thread's struct (val holds
+ * the task's argument until the runner overwrites it, and a program cannot
+ * pass our structs as arguments). A future that is ours (f RUNNING here) is a
+ * cycle at once: our frame cannot end before this get. The check runs only
+ * before a sleep, so the fork-join path never pays for it.
+ */
+#define CHAIN_MAX 64
+
+struct link {
+    sf_future *h;           /* a future RUNNING ... */
+    uint64_t s;             /* ... in this state ... */
+    struct sf__thread *r;   /* ... on this thread, which waits ... */
+    sf_future *w;           /* ... for this future ... */
+    uint64_t stamp;         /* ... since this time */
+};
+
+struct watch {
+    int n;            /* links of the last cycle seen, 0: none */
+    struct link *prev;
+};
+
+static _Atomic uint64_t wait_clock;
+
+static bool is_thread(const void *p)
+{
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        if (sf__registry_get(i) == p)
+            return true;
+    return false;
+}
+
+/* Reads r's wait consistently (false if r was changing it). Acquire, all
+ * four: they keep their order, and pair with the owner's release stores in
+ * publish_wait - a reader that sees any new field sees the odd seq after
+ * it. */
+static bool read_wait(struct sf__thread *r, sf_future **w, uint64_t *stamp)
+{
+    uint64_t s1 = atomic_load_explicit(&r->wait_seq, memory_order_acquire);
+    *w = atomic_load_explicit(&r->waiting_on, memory_order_acquire);
+    *stamp = atomic_load_explicit(&r->wait_stamp, memory_order_acquire);
+    uint64_t s2 = atomic_load_explicit(&r->wait_seq, memory_order_acquire);
+    return s1 == s2 && !(s1 & 1);
+}
+
+/* Owner: publishes its wait (seqlock, see read_wait). Relaxed for the odd
+ * seq: the release stores after it keep it first. */
+static void publish_wait(struct sf__thread *me, sf_future *w, uint64_t stamp)
+{
+    uint64_t seq = atomic_load_explicit(&me->wait_seq, memory_order_relaxed);
+    atomic_store_explicit(&me->wait_seq, seq + 1, memory_order_relaxed);
+    atomic_store_explicit(&me->wait_stamp, stamp, memory_order_release);
+    atomic_store_explicit(&me->waiting_on, w, memory_order_release);
+    atomic_store_explicit(&me->wait_seq, seq + 2, memory_order_release);
+}
+
+/* The chain of waits from f: the number of links of a cycle back to me, 0
+ * if it ends or goes elsewhere. */
+static int chain(struct sf__thread *me, sf_future *f, struct link *l)
+{
+    sf_future *h = f;
+    for (int n = 0; n < CHAIN_MAX; n++) {
+        /* Acquire: a runner's val store precedes its later waits. */
+        uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+        if (sf__status(s) != SF__RUNNING)
+            return 0;
+        void *v = __atomic_load_n(&h->val, __ATOMIC_RELAXED);
+        struct sf__thread *r = v == (void *)me ? me : is_thread(v) ? v : NULL;
+        if (r == NULL)
+            return 0;
+        l[n] = (struct link){h, s, r, NULL, 0};
+        if (r == me)
+            return n + 1;
+        if (!read_wait(r, &l[n].w, &l[n].stamp) || l[n].w == NULL)
+            return 0;
+        h = l[n].w;
+    }
+    return 0;
+}
+
+/* Before a sleep in a get of f: true if this get closes a cycle of gets. Its
+ * own frame, out of line: the chains live only during the call. */
+static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_future *f,
+                                                   struct watch *w)
+{
+    struct link now[CHAIN_MAX];
+    int n = chain(me, f, now);
+    if (n == 1)
+        return true; /* f runs here, below this get */
+    bool same = n > 0 && n == w->n && memcmp(now, w->prev, (size_t)n * sizeof now[0]) == 0;
+    if (n > 0 && w->prev == NULL && (w->prev = malloc(CHAIN_MAX * sizeof now[0])) == NULL)
+        n = 0; /* no memory to compare with: no verdict, ever */
+    w->n = n;
+    if (n > 0)
+        memcpy(w->prev, now, (size_t)n * sizeof now[0]);
+    if (!same)
+        return false;
+    /* Relaxed: our own stamp. */
+    uint64_t mine = atomic_load_explicit(&me->wait_stamp, memory_order_relaxed);
+    for (int i = 0; i < n - 1; i++)
+        if (now[i].stamp > mine)
+            return false; /* a later wait closed it: that get fails */
+    return true;
+}
+
+/* The calling thread waits for f from now on (Deadlock); returns the wait it
+ * was in, to restore. */
+static struct link begin_wait(struct sf__thread *me, sf_future *f)
+{
+    /* Relaxed: our own fields. */
+    struct link outer = {.w = atomic_load_explicit(&me->waiting_on, memory_order_relaxed),
+                         .stamp = atomic_load_explicit(&me->wait_stamp, memory_order_relaxed)};
+    /* Relaxed: only uniqueness and order of stamps matter. */
+    publish_wait(me, f, atomic_fetch_add_explicit(&wait_clock, 1, memory_order_relaxed) + 1);
+    return outer;
+}
+
+/* The calling thread, in a wait, runs a task meanwhile (helping): it is not
+ * waiting until that task returns. Returns the wait, to restore. */
+static struct link begin_running(struct sf__thread *me)
+{
+    /* Relaxed: our own fields. */
+    struct link w = {.w = atomic_load_explicit(&me->waiting_on, memory_order_relaxed),
+                     .stamp = atomic_load_explicit(&me->wait_stamp, memory_order_relaxed)};
+    publish_wait(me, NULL, w.stamp);
+    return w;
+}
+
+/* Back in what we were in before: running a task (NULL), or an outer wait
+ * that helped and never ended. */
+static void end_wait(struct sf__thread *me, struct link outer)
+{
+    publish_wait(me, outer.w, outer.stamp);
 }
 
 /*
@@ -119,7 +274,10 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
     if (e != 0)
         return e;
     SF__BUMP(me->c_fresh_stacks);
+    /* We wait for f there, as a get would (Deadlock). */
+    struct link outer = begin_wait(me, f);
     pthread_join(t, NULL);
+    end_wait(me, outer);
     return fr.err;
 }
 
@@ -186,7 +344,11 @@ static bool help(struct sf__thread *me, bool force, uint32_t region)
             return false;
     }
     SF__TRACE(me, STEAL, claimed, from);
+    /* Running, not waiting, while the helped task runs: it sits above our
+     * wait, and does not depend on it (Deadlock). */
+    struct link waiting = begin_running(me);
     sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
+    end_wait(me, waiting);
     return true;
 }
 
@@ -219,11 +381,23 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
     SF__TRACE(me, WAKE, s, 0);
 }
 
+void *sf__get_failed(sf_future *f)
+{
+    /* Acquire: the caller saw DONE; the code was written before it. */
+    sf__future_mark_seen(f, atomic_load_explicit(&f->state, memory_order_acquire));
+    /* Relaxed: ordered by the acquire above. */
+    errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+    return NULL;
+}
+
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
 {
     unsigned rounds = 0;
     bool blocked = false, dry = false;
     long nap = NAP_MIN_NS;
+    struct link outer_wait = {0};
+    struct watch watch = {0, NULL};
+    int err = 0;
     /* Helping stays within the region of the task running here, if any;
      * an isolated get's within its task's (Isolation). */
     uint32_t region = me->region;
@@ -237,13 +411,13 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         if (st == SF__PENDING) {
             /* A thread that runs no task yet runs f here whatever its
              * stack: a fresh stack would be no bigger. */
-            if (SF__UNLIKELY(!sf__stack_room(me)) && me->depth > 0) {
+            if (SF__UNLIKELY(!sf__stack_room(me)) && me->cur != NULL) {
                 int e = get_on_fresh_stack(me, f, isolated);
                 if (e == 0)
                     continue; /* f is DONE now */
                 if (e != EAGAIN || stack_exhausted(me)) {
-                    errno = e;
-                    return NULL;
+                    err = e;
+                    break;
                 }
                 /* No thread for a fresh stack, but room left here. */
             }
@@ -264,19 +438,21 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         }
         if (st != SF__RUNNING || (s & SF__ORPHAN)) {
             /* FREE or orphaned: the caller released it before getting. */
-            errno = EINVAL;
-            return NULL;
+            err = EINVAL;
+            break;
         }
         if (!blocked) {
             blocked = true;
             SF__BUMP(me->c_blocked);
+            outer_wait = begin_wait(me, f);
             /* Relaxed: a hint. The maker's region was published with the
              * push; an isolated getter that claimed f may have just set a
              * new one that we miss. Either way we help within one region,
-             * or not at all. */
+             * or not at all. A task that failed already keeps its code
+             * there (failure.h): no region then. */
             if (isolated) {
                 region = atomic_load_explicit(&f->region, memory_order_relaxed);
-                may_help = region != 0;
+                may_help = region != 0 && !(s & SF__FAILED);
                 /* What this thread queued may run on workers meanwhile
                  * (sf_get_isolated did not submit before claiming). */
                 sf__get_submit(me, sf__trace_on);
@@ -308,10 +484,23 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             sched_yield();
             continue;
         }
+        if (closes_cycle(me, f, &watch)) {
+            err = EDEADLK;
+            break;
+        }
         sleep_on(me, f, nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
-    /* Relaxed: DONE was read with acquire above; only the tag is used. */
-    SF__TRACE(me, GDONE, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
-    return f->val;
+    if (blocked)
+        end_wait(me, outer_wait);
+    free(watch.prev);
+    if (err != 0) {
+        errno = err;
+        return NULL;
+    }
+    /* Acquire: DONE was read with acquire above; this reads it again for
+     * the trace and the failure bit. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    SF__TRACE(me, GDONE, s, 0);
+    return SF__LIKELY(!(s & SF__FAILED)) ? f->val : sf__get_failed(f);
 }

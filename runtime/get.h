@@ -10,6 +10,9 @@
 
 /* The rest of a get (below), or all of an isolated one (Isolation). */
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);
+/* A get's end on f, DONE with FAILED: marks the failure seen and returns
+ * NULL with errno set to its code. */
+void *sf__get_failed(sf_future *f);
 
 /*
  * At every get: publishes the caller's pending tasks if a thief asked, submits
@@ -46,7 +49,7 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
 {
     if (traced && sf__status(s) == SF__DONE) { /* the untraced caller returns DONE itself */
         sf__trace_event(me, SF__EV_GET, s, 0);
-        return f->val;
+        return sf__done_ok(s) ? f->val : sf__get_failed(f);
     }
     if (traced)
         sf__trace_event(me, SF__EV_GSTART, s, 0);
@@ -56,10 +59,10 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
         uint64_t run = sf__with_status(s, SF__RUNNING);
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);
-            sf__run(me, f, run, SF__HOW_INLINE, traced);
+            uint64_t done = sf__run(me, f, run, SF__HOW_INLINE, traced);
             if (traced)
                 sf__trace_event(me, SF__EV_GDONE, run, 0);
-            return f->val;
+            return SF__LIKELY(!(done & SF__FAILED)) ? f->val : sf__get_failed(f);
         }
     }
     return sf__get_slow(me, f, false);

@@ -211,10 +211,23 @@ static unsigned long drain(struct sf__thread *me)
     }
 }
 
+static void failure_at_shutdown(sf_future *f, uint64_t s)
+{
+    if (sf__status(s) != SF__DONE || !(s & SF__FAILED))
+        return;
+    if (!(s & SF__SEEN))
+        /* Relaxed: every thread that wrote it was joined or synchronised
+         * with us (sf.h: no calls race with sf_shutdown). */
+        sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed), f->val,
+                           f->u.fn);
+    free(f->val);
+    f->val = NULL;
+}
+
 SF_EXPORT void sf_shutdown(void)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me != NULL && (me->depth > 0 || me->is_worker)) {
+    if (me != NULL && (me->cur != NULL || me->is_worker)) {
         fprintf(stderr, "libsf: sf_shutdown() called from inside a task; ignored\n");
         return;
     }
@@ -234,6 +247,9 @@ SF_EXPORT void sf_shutdown(void)
     me = sf__enter();
     unsigned long drained = me != NULL ? drain(me) : 0;
     sf__pool_stop();
+    /* Failures nobody saw, on futures nobody released: reported now, with
+     * no lock held (the hook is the program's code). */
+    sf__futures_each(failure_at_shutdown);
     if (sf__trace_on) {
         if (me != NULL)
             sf__trace_event(me, SF__EV_SHUTDOWN, drained, 0);

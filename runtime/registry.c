@@ -98,7 +98,12 @@ struct sf__thread *sf__registry_register(bool worker)
     sf__pending_adopt(&t->q);
     SF__OWNER_SET(&t->free);
     t->is_worker = worker;
+    t->cur = NULL;
+#if defined(__SANITIZE_THREAD__)
     t->depth = 0;
+#endif
+    t->fails = NULL;
+    atomic_store_explicit(&t->waiting_on, NULL, memory_order_relaxed);
     t->region = 0;
     sf__stack_bounds(&t->stack_lo, &t->stack_size);
     /* The mapping's top holds the thread's static TLS (ThreadSanitizer's

@@ -18,6 +18,8 @@
 
 #include "pending.h"
 
+struct sf__failure; /* failure.h */
+
 /* Everything per thread. Owner-only fields are written by that thread alone. */
 struct sf__thread {
     struct sf__pending q;      /* its pending queue (its own cache lines) */
@@ -25,7 +27,18 @@ struct sf__thread {
     bool is_worker;            /* a pool worker */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
+    sf_future *cur;            /* the task running here, innermost; NULL: none (owner) */
+#if defined(__SANITIZE_THREAD__)
     unsigned depth;            /* tasks running nested on this thread now (owner) */
+#endif
+    struct sf__failure *fails; /* failures of running tasks, innermost first (owner;
+                                * failure.h) */
+    /* The wait this thread is in, NULL while it runs a task (get.c,
+     * Deadlock): written by the owner under wait_seq (a seqlock: odd while
+     * it writes), read by getters that follow a chain of waits. */
+    _Atomic(sf_future *) waiting_on;
+    _Atomic uint64_t wait_stamp; /* when that wait began, on a global clock */
+    _Atomic uint64_t wait_seq;
     uint32_t region;           /* isolation region of the task running here, 0 none
                                 * (owner; get.c, Isolation) */
     uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
@@ -37,7 +50,7 @@ struct sf__thread {
     struct sf__freelist free;  /* its free futures (owner) */
     /* Counters: written by the owner only (SF__BUMP), read by anyone. */
     _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
-        c_blocked, c_sleeps, c_fresh_stacks;
+        c_blocked, c_sleeps, c_fresh_stacks, c_cancelled;
     /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
     char *tbuf;
     size_t tlen;

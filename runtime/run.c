@@ -4,19 +4,61 @@
  */
 #include "run.h"
 
-void *sf__run_in_region(struct sf__thread *me, sf_future *f, uint32_t region)
+#include <errno.h>
+#include <stdlib.h>
+
+void *sf__run_in_region(struct sf__thread *me, sf_future *f, void *arg, uint32_t region)
 {
     uint32_t outer = me->region;
     me->region = region;
-    void *r = f->u.fn(f->val);
+    void *r = f->u.fn(arg);
     me->region = outer;
     return r;
+}
+
+void *sf__run_failed(struct sf__thread *me, sf_future *f) { return sf__failure_take_message(me, f); }
+
+void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
+{
+    /* Relaxed, both: published by the exchange of DONE below. */
+    atomic_store_explicit(&f->region, ECANCELED, memory_order_relaxed);
+    __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
+    /* SEEN: a cancellation is no failure to report; its canceller knows. */
+    uint64_t done = sf__with_status(claimed, SF__DONE) | SF__FAILED | SF__SEEN;
+    /* acq_rel, as in sf__run: the future may have been orphaned since the
+     * claim, and getters may be asleep on it. */
+    uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
+    SF__ASSERT_TRANSITION(old, done);
+    if (old & SF__ORPHAN) {
+        if (me != NULL) {
+            sf__future_put(&me->free, f, done);
+        } else {
+            atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
+            sf__future_free_shared(f);
+        }
+        return;
+    }
+    if (me != NULL)
+        SF__BUMP(me->c_cancelled);
+    /* Relaxed: as in sf__run, after the exchange (a full barrier). */
+    if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0)
+        sf__futex_wake(sf__future_futex(f), INT_MAX);
+}
+
+void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
+{
+    (void)me;
+    if (!(done & SF__SEEN))
+        /* Relaxed: this thread wrote both just now. */
+        sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed),
+                           f->val, f->u.fn);
+    free(f->val);
 }
 
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how)
 {
     if (SF__UNLIKELY(sf__trace_on))
-        sf__run(me, f, claimed, how, true);
+        (void)sf__run(me, f, claimed, how, true);
     else
-        sf__run(me, f, claimed, how, false);
+        (void)sf__run(me, f, claimed, how, false);
 }

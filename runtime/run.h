@@ -20,7 +20,7 @@
 
 #include <limits.h>
 
-#include "trace.h"
+#include "failure.h"
 
 /* The out-of-line copy, for runners off the fork-join fast path. */
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
@@ -29,12 +29,22 @@ void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum
  * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
  * and completes f. `how` and `traced` are constants at every call site, so
  * each copy keeps only its own branches; traced is sf__trace_on or false.
- * No runtime lock may be held (debug.h checks).
+ * No runtime lock may be held (debug.h checks). Returns the DONE state it
+ * stored (FAILED tells a failure).
  */
-/* Runs f's function with me->region set to `region`, then restores it. */
-void *sf__run_in_region(struct sf__thread *me, sf_future *f, uint32_t region);
+/* Runs f's function on arg with me->region set to `region`, then restores
+ * it. */
+void *sf__run_in_region(struct sf__thread *me, sf_future *f, void *arg, uint32_t region);
+/* The completion of a task that failed (f's state has FAILED): its message,
+ * which becomes f's val. */
+void *sf__run_failed(struct sf__thread *me, sf_future *f);
+/* Completes f, which `me` (NULL: a thread without a struct) claimed from
+ * PENDING as `claimed`, as cancelled without running it. */
+void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
+/* An orphan that failed: nobody can see it now, so it is reported. */
+void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) uint64_t
 sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
 {
     switch (how) {
@@ -48,22 +58,42 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     if (traced)
         sf__trace_event(me, SF__EV_FSTART, claimed, how);
     sf__witness_assert_none("a task starts");
+    sf_future *outer = me->cur;
+    me->cur = f;
+#if defined(__SANITIZE_THREAD__)
     me->depth++;
+#endif
     /* The task's region is this thread's while it runs: what it makes
      * belongs to the region too, and its gets help only within it. Usually
      * it is the region already here; a switch goes out of line, keeping
      * the fork-join path free of a save and restore. Relaxed: written
      * before the claim we hold (push's release, or our own store). */
     uint32_t region = atomic_load_explicit(&f->region, memory_order_relaxed);
-    void *r = SF__LIKELY(region == me->region) ? f->u.fn(f->val)
-                                               : sf__run_in_region(me, f, region);
+    void *arg = f->val;
+    /* While it runs, val names the runner, for getters that follow a chain
+     * of waits (get.c, Deadlock). Relaxed: they accept only a pointer that
+     * is a registered thread, and check the chain twice. */
+    __atomic_store_n(&f->val, (void *)me, __ATOMIC_RELAXED);
+    void *r = SF__LIKELY(region == me->region) ? f->u.fn(arg)
+                                               : sf__run_in_region(me, f, arg, region);
+    me->cur = outer;
+#if defined(__SANITIZE_THREAD__)
     me->depth--;
+#endif
     /* Trace before publishing: once DONE is visible the future may be
      * recycled, so only the local copy of its state names it afterwards. */
     if (traced)
         sf__trace_event(me, SF__EV_FDONE, claimed, 0);
-    f->val = r;
     uint64_t done = sf__with_status(claimed, SF__DONE);
+    /* Relaxed: FAILED (and SEEN with it) is set only by this thread, in
+     * the task (sf_fail, sf_cancelled); others add only CANCEL or ORPHAN. */
+    uint64_t now = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (SF__UNLIKELY(now & SF__FAILED)) {
+        done |= now & (SF__FAILED | SF__SEEN);
+        r = sf__run_failed(me, f); /* the code is in f->region already */
+    }
+    /* Relaxed: published by the release (or exchange) of DONE below. */
+    __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
     if (how == SF__HOW_INLINE) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
         /* Release: getters that load DONE (acquire) see val. */
@@ -78,8 +108,10 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
         SF__ASSERT_TRANSITION(old, done);
         if (old & SF__ORPHAN) {
             /* Nobody holds it and nobody may get it: ours to free. */
+            if (SF__UNLIKELY(done & SF__FAILED))
+                sf__run_orphan_failed(me, f, done);
             sf__future_put(&me->free, f, done);
-            return;
+            return done;
         }
     }
     /* Relaxed: ordered by the fence (or the exchange, a full barrier) above
@@ -89,6 +121,7 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
      * memory makes safe. */
     if (SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
         sf__futex_wake(sf__future_futex(f), INT_MAX);
+    return done;
 }
 
 #endif /* SF_RUN_H */

@@ -25,6 +25,7 @@ check_PROGRAMS += tests/test_stress
 check_PROGRAMS += tests/test_failures
 check_PROGRAMS += tests/test_cancel
 check_PROGRAMS += tests/test_deadlock
+check_PROGRAMS += tests/test_faults
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -45,6 +46,7 @@ TESTS += tests/test_stress
 TESTS += tests/test_failures
 TESTS += tests/test_cancel
 TESTS += tests/test_deadlock
+TESTS += tests/test_faults
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -123,6 +125,13 @@ tests_test_deadlock_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_stress_SOURCES = tests/test_stress.c tests/testutil.c tests/testutil.h
 tests_test_stress_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# Fault injection: the program defines malloc & co., pthread_create and a few
+# other fallible calls itself (interposing on libsf's calls) and reaches
+# glibc's through dlsym.
+tests_test_faults_SOURCES = tests/test_faults.c tests/testutil.c tests/testutil.h
+tests_test_faults_LDADD = libsf.la $(CHECK_LIBS) -ldl
+tests_test_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h

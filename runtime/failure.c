@@ -1,0 +1,95 @@
+/*
+ * failure.c - layer 4: failure records and the unhandled-failure hook; see
+ * failure.h.
+ */
+#include "failure.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sf__failure_set(struct sf__thread *me, int code, char *msg, bool seen)
+{
+    sf_future *f = me->cur;
+    /* Relaxed: FAILED is ours alone to set; the CAS below decides against
+     * the CANCEL and ORPHAN bits other threads may add meanwhile. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    do {
+        if (s & SF__FAILED) {
+            free(msg);
+            return EALREADY;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(
+        &f->state, &s, s | SF__FAILED | (seen ? SF__SEEN : 0), memory_order_relaxed,
+        memory_order_relaxed));
+    /* Relaxed, and so is the CAS above: both reach getters through the
+     * completion's release of DONE. A getter that reads region before that
+     * sees FAILED and ignores it (get.c, Isolation). */
+    atomic_store_explicit(&f->region, (uint32_t)code, memory_order_relaxed);
+    if (msg == NULL)
+        return 0;
+    struct sf__failure *rec = malloc(sizeof *rec);
+    if (rec == NULL) {
+        free(msg);
+        return ENOMEM;
+    }
+    rec->f = f;
+    rec->msg = msg;
+    rec->next = me->fails;
+    me->fails = rec;
+    return 0;
+}
+
+char *sf__failure_take_message(struct sf__thread *me, sf_future *f)
+{
+    struct sf__failure *rec = me->fails;
+    if (rec == NULL || rec->f != f)
+        return NULL;
+    me->fails = rec->next;
+    char *msg = rec->msg;
+    free(rec);
+    return msg;
+}
+
+/* Set once or now and then by sf_on_unhandled, read at every report: a
+ * pair read without a lock could mix two settings, so they are one struct
+ * behind one pointer, never freed (a program sets the hook a few times). */
+struct hook {
+    void (*fn)(int, const char *, void *);
+    void *ctx;
+};
+static _Atomic(struct hook *) hook;
+
+void sf__failure_set_hook(void (*fn)(int, const char *, void *), void *ctx)
+{
+    struct hook *h = NULL;
+    if (fn != NULL && (h = malloc(sizeof *h)) != NULL) {
+        h->fn = fn;
+        h->ctx = ctx;
+    }
+    /* Release: a reporter that loads h (acquire) sees its fields. A hook
+     * that cannot be allocated leaves the default. */
+    atomic_store_explicit(&hook, h, memory_order_release);
+}
+
+void sf__failure_report(int code, const char *msg, void *(*fn)(void *))
+{
+    struct hook *h = atomic_load_explicit(&hook, memory_order_acquire);
+    if (h != NULL) {
+        h->fn(code, msg, h->ctx);
+        return;
+    }
+    Dl_info info;
+    char name[64];
+    if (dladdr((void *)fn, &info) != 0 && info.dli_sname != NULL &&
+        info.dli_saddr == (void *)fn)
+        snprintf(name, sizeof name, "%s", info.dli_sname);
+    else
+        snprintf(name, sizeof name, "%p", (void *)fn);
+    const char *what = strerrorname_np(code);
+    fprintf(stderr, "libsf: unhandled failure of task %s (%s%s%d): %s\n", name,
+            what != NULL ? what : "", what != NULL ? ", " : "code ", code,
+            msg != NULL ? msg : "(no message)");
+}
