@@ -512,6 +512,38 @@ START_TEST(cancel_a_million_pending)
 END_TEST
 
 /*
+ * The counters stay exact (sf.h, sf_stats_read): once the runtime is quiet,
+ * created == run_inline + run_pool + run_stolen + discarded + (tasks still
+ * pending or running). A task cancelled before it started is none of
+ * pending, running or run, so it must be counted on the right somewhere
+ * (discarded is the one that fits: it never ran). Checked with cancelled
+ * futures still held, and after they are released. _i: threads (1, 2).
+ */
+#define NSTAT 10
+
+START_TEST(cancelled_tasks_keep_the_stats_exact)
+{
+    int threads = 1 + _i;
+    start(threads);
+    sf_future *h = occupy_worker(threads);
+    sf_future *f[NSTAT];
+    for (long i = 0; i < NSTAT; i++)
+        ck_assert_ptr_nonnull(f[i] = sf_do(counted, (void *)i));
+    for (int i = 0; i < NSTAT; i++)
+        ck_assert_int_eq(sf_cancel(f[i]), 0);
+    free_worker(h);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, NSTAT + 2 * (threads > 1));
+    for (int i = 0; i < NSTAT; i++)
+        sf_release(f[i]);
+    s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, NSTAT + 2 * (threads > 1));
+    ck_assert_int_eq(atomic_load(&runs), 0);
+    sf_shutdown();
+}
+END_TEST
+
+/*
  * Cancellation is not a failure: no unhandled-failure report for a task
  * cancelled before it started and released unseen, one cancelled and never
  * released (at shutdown), or one cancelled while it ran, that saw it, and
@@ -603,6 +635,7 @@ static Suite *cancel_suite(void)
     tcase_add_loop_test(tc, cancelled_outside_a_task, 0, 2);
     tcase_add_loop_test(tc, cancel_null, 0, 2);
     tcase_add_loop_test(tc, cancel_a_million_pending, 0, 2);
+    tcase_add_loop_test(tc, cancelled_tasks_keep_the_stats_exact, 0, 2);
     suite_add_tcase(s, tc);
     TCase *un = tcase_create("unhandled");
     tcase_set_timeout(un, 60);

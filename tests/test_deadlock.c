@@ -480,6 +480,94 @@ START_TEST(shared_acyclic_gets_never_deadlock)
 }
 END_TEST
 
+/*
+ * Fork-join code with diamonds never stalls, so none of its gets may be
+ * EDEADLK. sf.h ("Help-first waiting"): "Fork-join code, where each task
+ * gets only the futures it made or was given by its maker, never does"
+ * [stall]; and ("When things go wrong") the check "reports only a cycle
+ * it saw stand still twice, never a false one". A root task makes a
+ * lattice of LAT_LAYERS x LAT_WIDTH tasks: a task of layer l > 0 is given
+ * two tasks of layer l - 1 by the root, its maker, and gets them; the root
+ * gets every task, top layer first, and releases them. Values are exact.
+ * _i: SF_THREADS 1, 2.
+ */
+#define LAT_ROUNDS 1000
+#define LAT_LAYERS 3
+#define LAT_WIDTH 2
+static atomic_int lat_deadlocks, lat_errors;
+
+struct lat_node {
+    sf_future *in[2];
+};
+
+static long lat_get(sf_future *f)
+{
+    void *r = UNTOUCHED;
+    int rc = sf_wait(f, &r);
+    if (rc == EDEADLK)
+        atomic_fetch_add(&lat_deadlocks, 1);
+    else if (rc != 0)
+        atomic_fetch_add(&lat_errors, 1);
+    return rc == 0 ? (long)r : 0;
+}
+
+/* 1 + its inputs: 1 in layer 0, 3 in layer 1, 7 in layer 2. */
+static void *lat_task(void *arg)
+{
+    struct lat_node *n = arg;
+    spin_us(100);
+    long v = 1;
+    for (int d = 0; d < 2; d++)
+        if (n->in[d] != NULL)
+            v += lat_get(n->in[d]);
+    spin_us(50);
+    return (void *)v;
+}
+
+static void *lat_root(void *arg)
+{
+    (void)arg;
+    struct lat_node node[LAT_LAYERS][LAT_WIDTH];
+    sf_future *f[LAT_LAYERS][LAT_WIDTH];
+    for (int l = 0; l < LAT_LAYERS; l++)
+        for (int j = 0; j < LAT_WIDTH; j++) {
+            node[l][j].in[0] = l > 0 ? f[l - 1][j] : NULL;
+            node[l][j].in[1] = l > 0 ? f[l - 1][(j + 1) % LAT_WIDTH] : NULL;
+            f[l][j] = sf_do(lat_task, &node[l][j]);
+            if (f[l][j] == NULL)
+                return (void *)-1L;
+        }
+    long sum = 0;
+    for (int l = LAT_LAYERS - 1; l >= 0; l--)
+        for (int j = 0; j < LAT_WIDTH; j++)
+            sum += lat_get(f[l][j]);
+    for (int l = 0; l < LAT_LAYERS; l++)
+        for (int j = 0; j < LAT_WIDTH; j++)
+            sf_release(f[l][j]);
+    return (void *)sum;
+}
+
+START_TEST(fork_join_diamonds_never_deadlock)
+{
+    start(1 + _i);
+    long wrong = 0;
+    for (int round = 0; round < LAT_ROUNDS; round++) {
+        sf_future *f = sf_do(lat_root, NULL);
+        ck_assert_ptr_nonnull(f);
+        void *r = UNTOUCHED;
+        ck_assert_int_eq(sf_wait(f, &r), 0);
+        wrong += r != (void *)(2L * (7 + 3 + 1)); /* two tasks per layer */
+        sf_release(f);
+    }
+    ck_assert_msg(atomic_load(&lat_deadlocks) == 0,
+                  "%d gets of fork-join code were EDEADLK (%ld of %d roots wrong)",
+                  atomic_load(&lat_deadlocks), wrong, LAT_ROUNDS);
+    ck_assert_int_eq(atomic_load(&lat_errors), 0);
+    ck_assert_int_eq(wrong, 0);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *deadlock_suite(void)
 {
     Suite *s = suite_create("deadlock");
@@ -496,6 +584,7 @@ static Suite *deadlock_suite(void)
     tcase_add_loop_test(no, long_wait_is_no_cycle, 0, 2);
     tcase_add_loop_test(no, shared_acyclic_gets_never_deadlock, 0,
                         (int)(sizeof graph_threads / sizeof graph_threads[0]));
+    tcase_add_loop_test(no, fork_join_diamonds_never_deadlock, 0, 2);
     suite_add_tcase(s, no);
     return s;
 }
