@@ -244,7 +244,7 @@ struct fresh {
 static void *fresh_main(void *arg)
 {
     struct fresh *fr = arg;
-    struct sf__thread *me = sf__registry_register(false);
+    struct sf__thread *me = sf__registry_register(false, sf__pool.stack_size);
     if (me == NULL) {
         fr->err = errno;
         return NULL;

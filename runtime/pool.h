@@ -19,6 +19,9 @@ struct sf__pool {
                                               * none: the CPUs, or INT_MAX (pool.c) */
     _Atomic int peak_busy;
     _Atomic int stop;                        /* workers leave */
+    _Atomic int draining;                    /* workers take any pending task (pool.c) */
+    _Atomic int started, unregistered;       /* workers past registration, and
+                                              * those of them it failed (pool.c) */
     int workers, nstarted;
     size_t stack_size;                       /* of workers, and of fresh stacks (get.c) */
     pthread_t *tids;
@@ -35,6 +38,10 @@ int sf__pool_start(int workers, size_t stack_size, int *err);
  * into libsf (sf_init, sf_shutdown) and must find no lock held. */
 void sf__pool_stop(void);
 void sf__pool_wake_one(void);
+/* Has the workers run every pending task, submitted or not, until none is
+ * left anywhere and none runs: the drain of a shutdown whose thread could not
+ * register. Returns false, running nothing, if there is no worker. */
+bool sf__pool_drain(void);
 /* In a child after fork(): the workers do not exist there; forget them. */
 void sf__pool_after_fork(void);
 
