@@ -163,10 +163,15 @@ SF_EXPORT int sf_init(const sf_config *cfg);
 /*
  * Stops the runtime. Every task that is still pending (queued by sf_do(),
  * neither started nor released) is run to completion first, in the calling
- * thread with the workers' help, so no queued task is lost; then the workers
- * are joined and all memory is returned. Every future handle is invalid
- * afterwards, released or not; the next sf_do() or sf_init() starts a fresh
- * runtime.
+ * thread with the workers' help, so no queued task is lost (if the calling
+ * thread cannot register for want of memory, the workers run them, or with
+ * no worker one stderr line says they were not run); failures nobody saw go
+ * to the unhandled-failure hook; then the workers are joined and all memory
+ * is returned to the system. The futures' memory stays mapped, reading as
+ * released futures: a get of a future kept past sf_shutdown() fails with
+ * EINVAL until a later runtime reuses that memory. Every future handle is
+ * invalid afterwards, released or not; the next sf_do() or sf_init() starts
+ * a fresh runtime.
  *
  * Call it from a thread that is not running a task, after every other thread
  * has stopped calling libsf. The tasks it runs, and the tasks pool workers
