@@ -60,8 +60,8 @@
  * ends when the task does. A chain a million gets deep thus completes with
  * the default settings, on one thread or many (sf_stats.fresh_stacks counts
  * them). If no thread can be created, the get goes on in place while a
- * sixteenth of the stack is left, and then fails with EAGAIN instead of
- * overflowing.
+ * sixteenth of the stack is left, and then fails with EAGAIN (ENOMEM if it
+ * was memory that lacked) instead of overflowing.
  *
  * fork(). The child of a process that uses libsf starts with no runtime: its
  * first sf_do() (or sf_init()) starts a fresh one, from the environment,
@@ -229,8 +229,9 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  *   ENOMEM  the task is not finished and there is no memory to register this
  *           thread.
  *   EAGAIN  also: the calling thread's stack is nearly full and no thread can
- *           be created to run the task on a fresh one ("Deep chains"); the
- *           task is then not run by this get.
+ *           be created to run the task on a fresh one ("Deep chains"), or
+ *   ENOMEM  no memory for that thread; the task is then not run by this get;
+ *   EDEADLK this get closes a cycle of gets ("When things go wrong").
  * A get of a finished future never fails.
  */
 SF_EXPORT void *sf_get(sf_future *f);

@@ -415,11 +415,12 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
                 int e = get_on_fresh_stack(me, f, isolated);
                 if (e == 0)
                     continue; /* f is DONE now */
-                if (e != EAGAIN || stack_exhausted(me)) {
+                if ((e != EAGAIN && e != ENOMEM) || stack_exhausted(me)) {
                     err = e;
                     break;
                 }
-                /* No thread for a fresh stack, but room left here. */
+                /* No thread (or no memory) for a fresh stack, but room left
+                 * here: go on in place. */
             }
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);

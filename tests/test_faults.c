@@ -1294,7 +1294,9 @@ START_TEST(attr_init_fails)
     ck_assert_int_eq(sf_stats_read(&s), 0);
     ck_assert_int_eq(s.workers, 0);
     tu_assert_os_threads(before);
-    /* A chain whose first fresh stack cannot be set up. */
+    /* A chain whose first fresh stack cannot be set up: it goes on in place
+     * (room is left), and a later get takes a fresh stack (sf.h, "Deep
+     * chains"). */
     bad_reset();
     atomic_store(&chain_fail_level, 0);
     atomic_store(&chain_fail_errno, 0);
@@ -1305,8 +1307,8 @@ START_TEST(attr_init_fails)
     disarm(F_ATTR);
     ck_assert_int_eq(atomic_load(&fault_hits[F_ATTR]), 1);
     ck_assert_msg(atomic_load(&bad) == 0, "%s", bad_text);
-    ck_assert_int_eq(r, CHAIN_FAILED);
-    ck_assert_int_eq(atomic_load(&chain_fail_errno), ENOMEM);
+    ck_assert_int_eq(r, 20000);
+    ck_assert_int_eq(atomic_load(&chain_fail_errno), 0);
     /* Afterwards the chain completes. */
     atomic_store(&chain_fail_level, 0);
     ck_assert_int_eq(spawn(&t, chain_root, (void *)20000L, CHAIN_ROOT_STACK), 0);
