@@ -111,6 +111,7 @@ static int start(struct sf__cfg *c)
         return -1;
     }
     threads_cfg = c->threads;
+    sf__pool_configure(c->threads - 1, c->stack_size);
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
      * configuration above. */
     atomic_store_explicit(&state, SF__UP, memory_order_release);
@@ -131,7 +132,7 @@ static int start(struct sf__cfg *c)
         errno = err;
         return -1;
     }
-    int want = c->threads - 1, got = sf__pool_start(want, c->stack_size, &err);
+    int want = c->threads - 1, got = sf__pool_start(want, &err);
     if (got < want)
         /* Degrade, do not fail: fewer workers only means less parallelism;
          * every task can still run in the thread that gets it. */

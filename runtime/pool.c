@@ -31,7 +31,7 @@ struct sf__pool sf__pool;
 /* Scans an idle worker makes before it sleeps. Spinning trades a core for a
  * quicker start of the next submitted task; with more threads than cores
  * that core belongs to a thread with work, so idle workers sleep at once
- * (one scan, then the sleep protocol's rescan). Set by sf__pool_start. */
+ * (one scan, then the sleep protocol's rescan). Set by sf__pool_configure. */
 static unsigned idle_spins = IDLE_SPINS;
 
 /* Claims a submitted task from some thread's queue, starting at a random
@@ -207,15 +207,19 @@ void sf__pool_wake_one(void)
     sf__futex_wake(&sf__pool.idle_seq, 1);
 }
 
-int sf__pool_start(int workers, size_t stack_size, int *err)
+void sf__pool_configure(int workers, size_t stack_size)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bool oversubscribed = cpus > 0 && workers + 1 > cpus;
     idle_spins = oversubscribed ? 1 : IDLE_SPINS;
     sf__pool.wake_below = oversubscribed ? (int)cpus : INT_MAX;
+    sf__pool.stack_size = stack_size;
+}
+
+int sf__pool_start(int workers, int *err)
+{
     sf__pool.workers = 0;
     sf__pool.nstarted = 0;
-    sf__pool.stack_size = stack_size;
     *err = 0;
     /* Relaxed: no worker exists yet; pthread_create publishes these. */
     atomic_store_explicit(&sf__pool.stop, 0, memory_order_relaxed);
@@ -234,7 +238,7 @@ int sf__pool_start(int workers, size_t stack_size, int *err)
         *err = ENOMEM;
         return 0;
     }
-    pthread_attr_setstacksize(&attr, stack_size);
+    pthread_attr_setstacksize(&attr, sf__pool.stack_size);
     /* The first failure ends the loop: the cause (no memory for a stack, a
      * thread limit) would fail the next ones too. */
     while (sf__pool.nstarted < workers &&

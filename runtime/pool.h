@@ -28,12 +28,16 @@ struct sf__pool {
 };
 extern struct sf__pool sf__pool;
 
-/* Starts up to `workers` workers with the given stack size and returns how
+/* Starts up to `workers` workers (sf__pool_configure first) and returns how
  * many it started: all of them, or those started before the first failure,
  * whose error (pthread_create's, or ENOMEM) is in *err. The pool runs with
  * what it got, down to none: every task then runs in the thread that gets
  * it. */
-int sf__pool_start(int workers, size_t stack_size, int *err);
+int sf__pool_start(int workers, int *err);
+/* Sets what every thread reads of the pool without synchronising with its
+ * start (the wake policy, the stack size of workers and fresh stacks): call
+ * before the runtime is published to other threads. */
+void sf__pool_configure(int workers, size_t stack_size);
 /* Stops and joins every worker. Takes no lock: a worker's last task may call
  * into libsf (sf_init, sf_shutdown) and must find no lock held. */
 void sf__pool_stop(void);
