@@ -73,11 +73,14 @@ static bool stack_allows_help(const struct sf__thread *me)
  * the get - its own future, or one of the futures of its callers. Help-first
  * means a thread returns to an outer frame only when the inner one ends, so
  * the links are: f RUNNING names its runner (val, run.h); a thread names the
- * future its innermost get waits for (waiting_on, with the stamp of when that
- * wait began on a global clock). A chain that comes back to this thread is a
- * cycle. Nobody on a cycle can go on; to break it, the get that closed it -
- * the one whose wait began last - fails with EDEADLK, and the others complete
- * once its task goes on.
+ * future its innermost get waits for (waiting_on, with a stamp from a global
+ * clock), published when that get first sleeps - a get stuck in a cycle
+ * sleeps sooner or later, and one that never sleeps pays nothing - and NULL
+ * while the thread runs a helped task: such a task sits above the wait and
+ * does not depend on it, while everything below does. A chain that comes
+ * back to this thread is a cycle. Nobody on a cycle can go on; to break it,
+ * the get that closed it - the one that went to sleep last - fails with
+ * EDEADLK, and the others complete once its task goes on.
  *
  * No false cycle: links are read one at a time while threads move, so a
  * chain counts only if the same chain, link for link (states with their
@@ -345,10 +348,15 @@ static bool help(struct sf__thread *me, bool force, uint32_t region)
     }
     SF__TRACE(me, STEAL, claimed, from);
     /* Running, not waiting, while the helped task runs: it sits above our
-     * wait, and does not depend on it (Deadlock). */
-    struct link waiting = begin_running(me);
-    sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
-    end_wait(me, waiting);
+     * wait, and does not depend on it (Deadlock). Only a get that has slept
+     * published a wait. Relaxed: our own field. */
+    if (SF__UNLIKELY(atomic_load_explicit(&me->waiting_on, memory_order_relaxed) != NULL)) {
+        struct link waiting = begin_running(me);
+        sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
+        end_wait(me, waiting);
+    } else {
+        sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
+    }
     return true;
 }
 
@@ -396,6 +404,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
     bool blocked = false, dry = false;
     long nap = NAP_MIN_NS;
     struct link outer_wait = {0};
+    bool published = false;
     struct watch watch = {0, NULL};
     int err = 0;
     /* Helping stays within the region of the task running here, if any;
@@ -445,7 +454,6 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         if (!blocked) {
             blocked = true;
             SF__BUMP(me->c_blocked);
-            outer_wait = begin_wait(me, f);
             /* Relaxed: a hint. The maker's region was published with the
              * push; an isolated getter that claimed f may have just set a
              * new one that we miss. Either way we help within one region,
@@ -485,6 +493,12 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             sched_yield();
             continue;
         }
+        /* The wait is published at the first sleep: a get stuck in a cycle
+         * sleeps sooner or later, and one that never sleeps pays nothing. */
+        if (!published) {
+            published = true;
+            outer_wait = begin_wait(me, f);
+        }
         if (closes_cycle(me, f, &watch)) {
             err = EDEADLK;
             break;
@@ -492,7 +506,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         sleep_on(me, f, nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
-    if (blocked)
+    if (published)
         end_wait(me, outer_wait);
     free(watch.prev);
     if (err != 0) {
