@@ -60,8 +60,8 @@
  * ends when the task does. A chain a million gets deep thus completes with
  * the default settings, on one thread or many (sf_stats.fresh_stacks counts
  * them). If no thread can be created, the get goes on in place while a
- * sixteenth of the stack is left, and then fails with EAGAIN instead of
- * overflowing.
+ * sixteenth of the stack is left, and then fails with EAGAIN (ENOMEM if it
+ * was memory that lacked) instead of overflowing.
  *
  * fork(). The child of a process that uses libsf starts with no runtime: its
  * first sf_do() (or sf_init()) starts a fresh one, from the environment,
@@ -163,10 +163,15 @@ SF_EXPORT int sf_init(const sf_config *cfg);
 /*
  * Stops the runtime. Every task that is still pending (queued by sf_do(),
  * neither started nor released) is run to completion first, in the calling
- * thread with the workers' help, so no queued task is lost; then the workers
- * are joined and all memory is returned. Every future handle is invalid
- * afterwards, released or not; the next sf_do() or sf_init() starts a fresh
- * runtime.
+ * thread with the workers' help, so no queued task is lost (if the calling
+ * thread cannot register for want of memory, the workers run them, or with
+ * no worker one stderr line says they were not run); failures nobody saw go
+ * to the unhandled-failure hook; then the workers are joined and all memory
+ * is returned to the system. The futures' memory stays mapped, reading as
+ * released futures: a get of a future kept past sf_shutdown() fails with
+ * EINVAL until a later runtime reuses that memory. Every future handle is
+ * invalid afterwards, released or not; the next sf_do() or sf_init() starts
+ * a fresh runtime.
  *
  * Call it from a thread that is not running a task, after every other thread
  * has stopped calling libsf. The tasks it runs, and the tasks pool workers
@@ -224,8 +229,9 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  *   ENOMEM  the task is not finished and there is no memory to register this
  *           thread.
  *   EAGAIN  also: the calling thread's stack is nearly full and no thread can
- *           be created to run the task on a fresh one ("Deep chains"); the
- *           task is then not run by this get.
+ *           be created to run the task on a fresh one ("Deep chains"), or
+ *   ENOMEM  no memory for that thread; the task is then not run by this get;
+ *   EDEADLK this get closes a cycle of gets ("When things go wrong").
  * A get of a finished future never fails.
  */
 SF_EXPORT void *sf_get(sf_future *f);

@@ -73,11 +73,14 @@ static bool stack_allows_help(const struct sf__thread *me)
  * the get - its own future, or one of the futures of its callers. Help-first
  * means a thread returns to an outer frame only when the inner one ends, so
  * the links are: f RUNNING names its runner (val, run.h); a thread names the
- * future its innermost get waits for (waiting_on, with the stamp of when that
- * wait began on a global clock). A chain that comes back to this thread is a
- * cycle. Nobody on a cycle can go on; to break it, the get that closed it -
- * the one whose wait began last - fails with EDEADLK, and the others complete
- * once its task goes on.
+ * future its innermost get waits for (waiting_on, with a stamp from a global
+ * clock), published when that get first sleeps - a get stuck in a cycle
+ * sleeps sooner or later, and one that never sleeps pays nothing - and NULL
+ * while the thread runs a helped task: such a task sits above the wait and
+ * does not depend on it, while everything below does. A chain that comes
+ * back to this thread is a cycle. Nobody on a cycle can go on; to break it,
+ * the get that closed it - the one that went to sleep last - fails with
+ * EDEADLK, and the others complete once its task goes on.
  *
  * No false cycle: links are read one at a time while threads move, so a
  * chain counts only if the same chain, link for link (states with their
@@ -244,7 +247,7 @@ struct fresh {
 static void *fresh_main(void *arg)
 {
     struct fresh *fr = arg;
-    struct sf__thread *me = sf__registry_register(false);
+    struct sf__thread *me = sf__registry_register(false, sf__pool.stack_size);
     if (me == NULL) {
         fr->err = errno;
         return NULL;
@@ -345,10 +348,15 @@ static bool help(struct sf__thread *me, bool force, uint32_t region)
     }
     SF__TRACE(me, STEAL, claimed, from);
     /* Running, not waiting, while the helped task runs: it sits above our
-     * wait, and does not depend on it (Deadlock). */
-    struct link waiting = begin_running(me);
-    sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
-    end_wait(me, waiting);
+     * wait, and does not depend on it (Deadlock). Only a get that has slept
+     * published a wait. Relaxed: our own field. */
+    if (SF__UNLIKELY(atomic_load_explicit(&me->waiting_on, memory_order_relaxed) != NULL)) {
+        struct link waiting = begin_running(me);
+        sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
+        end_wait(me, waiting);
+    } else {
+        sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
+    }
     return true;
 }
 
@@ -396,6 +404,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
     bool blocked = false, dry = false;
     long nap = NAP_MIN_NS;
     struct link outer_wait = {0};
+    bool published = false;
     struct watch watch = {0, NULL};
     int err = 0;
     /* Helping stays within the region of the task running here, if any;
@@ -415,11 +424,12 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
                 int e = get_on_fresh_stack(me, f, isolated);
                 if (e == 0)
                     continue; /* f is DONE now */
-                if (e != EAGAIN || stack_exhausted(me)) {
+                if ((e != EAGAIN && e != ENOMEM) || stack_exhausted(me)) {
                     err = e;
                     break;
                 }
-                /* No thread for a fresh stack, but room left here. */
+                /* No thread (or no memory) for a fresh stack, but room left
+                 * here: go on in place. */
             }
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);
@@ -444,7 +454,6 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         if (!blocked) {
             blocked = true;
             SF__BUMP(me->c_blocked);
-            outer_wait = begin_wait(me, f);
             /* Relaxed: a hint. The maker's region was published with the
              * push; an isolated getter that claimed f may have just set a
              * new one that we miss. Either way we help within one region,
@@ -484,6 +493,12 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             sched_yield();
             continue;
         }
+        /* The wait is published at the first sleep: a get stuck in a cycle
+         * sleeps sooner or later, and one that never sleeps pays nothing. */
+        if (!published) {
+            published = true;
+            outer_wait = begin_wait(me, f);
+        }
         if (closes_cycle(me, f, &watch)) {
             err = EDEADLK;
             break;
@@ -491,7 +506,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         sleep_on(me, f, nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
-    if (blocked)
+    if (published)
         end_wait(me, outer_wait);
     free(watch.prev);
     if (err != 0) {

@@ -111,10 +111,11 @@ static int start(struct sf__cfg *c)
         return -1;
     }
     threads_cfg = c->threads;
+    sf__pool_configure(c->threads - 1, c->stack_size);
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
      * configuration above. */
     atomic_store_explicit(&state, SF__UP, memory_order_release);
-    struct sf__thread *me = sf__registry_register(false); /* the starter is thread 0 */
+    struct sf__thread *me = sf__registry_register(false, 0); /* the starter is thread 0 */
     if (me != NULL && sf__trace_on) {
         sf__trace_restart_clock(); /* Time 0.000 is the Init line */
         sf__trace_event(me, SF__EV_INIT, (uint64_t)c->threads, (uint64_t)(c->threads - 1));
@@ -131,7 +132,7 @@ static int start(struct sf__cfg *c)
         errno = err;
         return -1;
     }
-    int want = c->threads - 1, got = sf__pool_start(want, c->stack_size, &err);
+    int want = c->threads - 1, got = sf__pool_start(want, &err);
     if (got < want)
         /* Degrade, do not fail: fewer workers only means less parallelism;
          * every task can still run in the thread that gets it. */
@@ -183,7 +184,7 @@ struct sf__thread *sf__enter_slow(void)
         if (me != NULL)
             return me;
     }
-    return sf__registry_register(false);
+    return sf__registry_register(false, 0);
 }
 
 /* Runs every task still pending anywhere until none is left and no worker is
@@ -245,7 +246,15 @@ SF_EXPORT void sf_shutdown(void)
      * thread if it never used libsf (the runtime is STOPPING, not DOWN, so it
      * starts nothing). */
     me = sf__enter();
-    unsigned long drained = me != NULL ? drain(me) : 0;
+    unsigned long drained = 0;
+    if (me != NULL)
+        drained = drain(me);
+    else if (!sf__pool_drain())
+        /* No struct for this thread and no worker to run what is pending:
+         * say so rather than lose it quietly. */
+        fprintf(stderr, "libsf: sf_shutdown() could not register its thread (%s) and has no "
+                        "worker: tasks still pending were not run\n",
+                strerror(errno));
     sf__pool_stop();
     /* Failures nobody saw, on futures nobody released: reported now, with
      * no lock held (the hook is the program's code). */

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IDLE_SPINS 128          /* scans before an idle worker sleeps (see idle_spins) */
@@ -30,7 +31,7 @@ struct sf__pool sf__pool;
 /* Scans an idle worker makes before it sleeps. Spinning trades a core for a
  * quicker start of the next submitted task; with more threads than cores
  * that core belongs to a thread with work, so idle workers sleep at once
- * (one scan, then the sleep protocol's rescan). Set by sf__pool_start. */
+ * (one scan, then the sleep protocol's rescan). Set by sf__pool_configure. */
 static unsigned idle_spins = IDLE_SPINS;
 
 /* Claims a submitted task from some thread's queue, starting at a random
@@ -40,6 +41,9 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
 {
     int n = sf__registry_count();
     unsigned flags = SF__STEAL_SUBMITTED | (force ? SF__STEAL_PRIVATE : 0);
+    /* Relaxed: set once, before a wake-up of every worker (sf__pool_drain). */
+    if (SF__UNLIKELY(atomic_load_explicit(&sf__pool.draining, memory_order_relaxed)))
+        flags = SF__STEAL_PRIVATE;
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
          k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
@@ -105,9 +109,15 @@ static void start_searching(void)
 static void *worker_main(void *arg)
 {
     (void)arg;
-    struct sf__thread *me = sf__registry_register(true);
+    struct sf__thread *me = sf__registry_register(true, sf__pool.stack_size);
+    /* Release: sf__pool_start reads the counts (acquire) before it reports
+     * the pool. */
+    if (me == NULL) /* no struct: this worker never runs, the rest still do */
+        atomic_fetch_add_explicit(&sf__pool.unregistered, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sf__pool.started, 1, memory_order_release);
+    sf__futex_wake((uint32_t *)&sf__pool.started, 1);
     if (me == NULL)
-        return NULL; /* no struct: this worker never runs, the rest still do */
+        return NULL;
     unsigned spins = 0;
     bool idle = false;
     uint64_t claimed;
@@ -167,6 +177,29 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+bool sf__pool_drain(void)
+{
+    if (sf__pool.workers == 0)
+        return false;
+    atomic_store_explicit(&sf__pool.draining, 1, memory_order_relaxed);
+    /* Relaxed: the futex wake orders nothing; woken workers rescan. */
+    atomic_fetch_add_explicit(&sf__pool.idle_seq, 1, memory_order_relaxed);
+    sf__futex_wake(&sf__pool.idle_seq, INT_MAX);
+    for (;;) {
+        bool pending = false;
+        for (int i = 0, n = sf__registry_count(); i < n && !pending; i++)
+            pending = sf__pending_has_pending(&sf__registry_get(i)->q);
+        /* Relaxed: rechecked until both are quiet at once. */
+        if (!pending && atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0)
+            break;
+        sf__futex_wake(&sf__pool.idle_seq, INT_MAX);
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store_explicit(&sf__pool.draining, 0, memory_order_relaxed);
+    return true;
+}
+
 void sf__pool_wake_one(void)
 {
     /* Relaxed: the futex call orders nothing; the sleeper rescans itself. */
@@ -174,15 +207,19 @@ void sf__pool_wake_one(void)
     sf__futex_wake(&sf__pool.idle_seq, 1);
 }
 
-int sf__pool_start(int workers, size_t stack_size, int *err)
+void sf__pool_configure(int workers, size_t stack_size)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bool oversubscribed = cpus > 0 && workers + 1 > cpus;
     idle_spins = oversubscribed ? 1 : IDLE_SPINS;
     sf__pool.wake_below = oversubscribed ? (int)cpus : INT_MAX;
+    sf__pool.stack_size = stack_size;
+}
+
+int sf__pool_start(int workers, int *err)
+{
     sf__pool.workers = 0;
     sf__pool.nstarted = 0;
-    sf__pool.stack_size = stack_size;
     *err = 0;
     /* Relaxed: no worker exists yet; pthread_create publishes these. */
     atomic_store_explicit(&sf__pool.stop, 0, memory_order_relaxed);
@@ -191,6 +228,8 @@ int sf__pool_start(int workers, size_t stack_size, int *err)
     atomic_store_explicit(&sf__pool.idle_sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.searching, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.idle_workers, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__pool.started, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__pool.unregistered, 0, memory_order_relaxed);
     if (workers == 0)
         return 0;
     sf__pool.tids = calloc((size_t)workers, sizeof *sf__pool.tids);
@@ -199,7 +238,7 @@ int sf__pool_start(int workers, size_t stack_size, int *err)
         *err = ENOMEM;
         return 0;
     }
-    pthread_attr_setstacksize(&attr, stack_size);
+    pthread_attr_setstacksize(&attr, sf__pool.stack_size);
     /* The first failure ends the loop: the cause (no memory for a stack, a
      * thread limit) would fail the next ones too. */
     while (sf__pool.nstarted < workers &&
@@ -207,8 +246,17 @@ int sf__pool_start(int workers, size_t stack_size, int *err)
                                   NULL)) == 0)
         sf__pool.nstarted++;
     pthread_attr_destroy(&attr);
-    sf__pool.workers = sf__pool.nstarted;
-    return sf__pool.nstarted;
+    /* Count only the workers that registered: one that found no memory
+     * for its struct ended at once (it is joined at stop like the rest). */
+    int n;
+    while ((n = atomic_load_explicit(&sf__pool.started, memory_order_acquire)) <
+           sf__pool.nstarted)
+        sf__futex_wait((uint32_t *)&sf__pool.started, (uint32_t)n, 1000000L);
+    int lost = atomic_load_explicit(&sf__pool.unregistered, memory_order_relaxed);
+    if (lost > 0 && *err == 0)
+        *err = ENOMEM;
+    sf__pool.workers = sf__pool.nstarted - lost;
+    return sf__pool.workers;
 }
 
 void sf__pool_after_fork(void)

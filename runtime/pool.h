@@ -19,22 +19,33 @@ struct sf__pool {
                                               * none: the CPUs, or INT_MAX (pool.c) */
     _Atomic int peak_busy;
     _Atomic int stop;                        /* workers leave */
+    _Atomic int draining;                    /* workers take any pending task (pool.c) */
+    _Atomic int started, unregistered;       /* workers past registration, and
+                                              * those of them it failed (pool.c) */
     int workers, nstarted;
     size_t stack_size;                       /* of workers, and of fresh stacks (get.c) */
     pthread_t *tids;
 };
 extern struct sf__pool sf__pool;
 
-/* Starts up to `workers` workers with the given stack size and returns how
+/* Starts up to `workers` workers (sf__pool_configure first) and returns how
  * many it started: all of them, or those started before the first failure,
  * whose error (pthread_create's, or ENOMEM) is in *err. The pool runs with
  * what it got, down to none: every task then runs in the thread that gets
  * it. */
-int sf__pool_start(int workers, size_t stack_size, int *err);
+int sf__pool_start(int workers, int *err);
+/* Sets what every thread reads of the pool without synchronising with its
+ * start (the wake policy, the stack size of workers and fresh stacks): call
+ * before the runtime is published to other threads. */
+void sf__pool_configure(int workers, size_t stack_size);
 /* Stops and joins every worker. Takes no lock: a worker's last task may call
  * into libsf (sf_init, sf_shutdown) and must find no lock held. */
 void sf__pool_stop(void);
 void sf__pool_wake_one(void);
+/* Has the workers run every pending task, submitted or not, until none is
+ * left anywhere and none runs: the drain of a shutdown whose thread could not
+ * register. Returns false, running nothing, if there is no worker. */
+bool sf__pool_drain(void);
 /* In a child after fork(): the workers do not exist there; forget them. */
 void sf__pool_after_fork(void);
 

@@ -65,7 +65,11 @@ static struct sf__thread *new_thread(int n)
     return t;
 }
 
-struct sf__thread *sf__registry_register(bool worker)
+/* Stack assumed below the registering frame when neither the system nor the
+ * caller can tell: the smallest stack libsf allows (config.c). */
+#define UNKNOWN_STACK ((size_t)64 << 10)
+
+struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
 {
     sf__lock(&reg_lock);
     /* Relaxed: nthreads is written only under reg_lock, which we hold. */
@@ -111,8 +115,17 @@ struct sf__thread *sf__registry_register(bool worker)
      * our frame. Later frames above it are near the top, where nothing
      * needs bounding. */
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    if (t->stack_size != 0 && sp > t->stack_lo && sp - t->stack_lo < t->stack_size)
+    if (t->stack_size != 0 && sp > t->stack_lo && sp - t->stack_lo < t->stack_size) {
         t->stack_size = sp - t->stack_lo;
+    } else {
+        /* Unknown (pthread_getattr_np failed, say for want of memory):
+         * assume little, a half of a stack we made (its top also holds
+         * the TLS) or the smallest libsf allows. Deep chains then move to
+         * fresh stacks early, which costs threads, never a crash. */
+        size_t assumed = stack_hint / 2 > UNKNOWN_STACK ? stack_hint / 2 : UNKNOWN_STACK;
+        t->stack_size = assumed - assumed / 8;
+        t->stack_lo = sp - assumed + assumed / 8;
+    }
     /* The last quarter of the stack is left to the task that runs there and
      * to the user code it calls before its next get. */
     t->stack_red = t->stack_size != 0 ? t->stack_lo + t->stack_size / 4 : 0;

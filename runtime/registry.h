@@ -94,10 +94,12 @@ void sf__registry_destroy(void);
 /*
  * Registers the calling thread (a pool worker when `worker`), adopting the
  * struct of an exited thread whose queue holds nothing pending, or making a
- * new one. Returns it, or NULL with errno EAGAIN (SF__MAX_THREADS_REGISTERED
+ * new one. stack_hint: the thread's stack size if the caller made the thread
+ * (0: not known), for when the system cannot tell its bounds. Returns it,
+ * or NULL with errno EAGAIN (SF__MAX_THREADS_REGISTERED
  * live threads) or ENOMEM. Takes the registry lock (debug.h: rank REGISTRY).
  */
-struct sf__thread *sf__registry_register(bool worker);
+struct sf__thread *sf__registry_register(bool worker, size_t stack_hint);
 
 /* In a child after fork(): forget every thread (only the forking one exists;
  * the structs' copies leak), so the next init starts an empty registry. */

@@ -61,6 +61,48 @@ START_TEST(get_null)
 }
 END_TEST
 
+/* The calls of failures and cancellation on NULL, and outside a task. */
+START_TEST(failure_calls_misused)
+{
+    void *r = (void *)7L;
+    ck_assert_int_eq(sf_wait(NULL, &r), EINVAL);
+    ck_assert_ptr_eq(r, (void *)7L); /* left alone */
+    errno = 0;
+    ck_assert_int_eq(sf_cancel(NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_ptr_null(sf_error_message(NULL));
+    errno = 0;
+    ck_assert_int_eq(sf_fail(EIO, "not in a task"), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(sf_cancelled(), 0);
+    errno = 0;
+    ck_assert_ptr_null(sf_get_isolated(NULL));
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/* A future kept past sf_shutdown: its memory stays mapped and reads as
+ * released, so a get fails with EINVAL (sf.h) instead of crashing. */
+static void *seven(void *arg) { return (void *)((long)arg + 7); }
+
+START_TEST(get_after_shutdown_is_einval)
+{
+    tu_env_threads(2);
+    sf_future *done = sf_do(seven, (void *)1L);
+    sf_future *pending = sf_do(seven, (void *)2L);
+    ck_assert_ptr_eq(sf_get(done), (void *)8L);
+    sf_shutdown(); /* runs `pending`, then frees everything */
+    errno = 0;
+    ck_assert_ptr_null(sf_get(done));
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_ptr_null(sf_get(pending));
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(sf_wait(done, NULL), EINVAL);
+    sf_shutdown(); /* the gets started a fresh runtime */
+}
+END_TEST
+
 START_TEST(is_done_null)
 {
     tu_env_threads(2);
@@ -359,6 +401,10 @@ static Suite *errors_suite(void)
     tcase_add_test(tc, do_null_fn);
     tcase_add_test(tc, get_null);
     tcase_add_test(tc, is_done_null);
+    tcase_add_test(tc, failure_calls_misused);
+#ifndef SF_DEBUG /* there a use after release is reported and aborts (test_debug) */
+    tcase_add_test(tc, get_after_shutdown_is_einval);
+#endif
     tcase_add_test(tc, stats_read_null);
     tcase_add_test(tc, stats_read_not_running);
     tcase_add_loop_test(tc, init_bad_config, 0, 6);

@@ -50,6 +50,7 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -381,7 +382,11 @@ typedef int create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *), vo
 typedef int attr_init_fn(pthread_attr_t *);
 typedef int key_create_fn(pthread_key_t *, void (*)(void *));
 typedef int open_fn(const char *, int, ...);
+typedef void *mmap_fn(void *, size_t, int, int, int, off_t);
 static create_fn *real_create;
+#if FAULTS_ALLOC
+static mmap_fn *real_mmap;
+#endif
 #if FAULTS_OTHER
 static attr_init_fn *real_attr_init;
 static key_create_fn *real_key_create;
@@ -403,6 +408,9 @@ static void resolve(void)
 {
     tl_exempt++;
     real_create = (create_fn *)next_symbol("pthread_create");
+#if FAULTS_ALLOC
+    real_mmap = (mmap_fn *)next_symbol("mmap");
+#endif
 #if FAULTS_OTHER
     real_attr_init = (attr_init_fn *)next_symbol("pthread_attr_init");
     real_key_create = (key_create_fn *)next_symbol("pthread_key_create");
@@ -454,6 +462,20 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     }
     return rc;
 }
+
+#if FAULTS_ALLOC
+/* libsf maps the arenas of its futures' slabs itself: an allocation too. */
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    pthread_once(&resolve_once, resolve);
+    if (tl_exempt == 0 && atomic_load(&fault_at[F_ALLOC]) != 0 &&
+        from_libsf(__builtin_return_address(0)) && inject(F_ALLOC)) {
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    return real_mmap(addr, len, prot, flags, fd, off);
+}
+#endif
 
 #if FAULTS_OTHER
 int pthread_attr_init(pthread_attr_t *attr)
@@ -1272,7 +1294,9 @@ START_TEST(attr_init_fails)
     ck_assert_int_eq(sf_stats_read(&s), 0);
     ck_assert_int_eq(s.workers, 0);
     tu_assert_os_threads(before);
-    /* A chain whose first fresh stack cannot be set up. */
+    /* A chain whose first fresh stack cannot be set up: it goes on in place
+     * (room is left), and a later get takes a fresh stack (sf.h, "Deep
+     * chains"). */
     bad_reset();
     atomic_store(&chain_fail_level, 0);
     atomic_store(&chain_fail_errno, 0);
@@ -1283,8 +1307,8 @@ START_TEST(attr_init_fails)
     disarm(F_ATTR);
     ck_assert_int_eq(atomic_load(&fault_hits[F_ATTR]), 1);
     ck_assert_msg(atomic_load(&bad) == 0, "%s", bad_text);
-    ck_assert_int_eq(r, CHAIN_FAILED);
-    ck_assert_int_eq(atomic_load(&chain_fail_errno), ENOMEM);
+    ck_assert_int_eq(r, 20000);
+    ck_assert_int_eq(atomic_load(&chain_fail_errno), 0);
     /* Afterwards the chain completes. */
     atomic_store(&chain_fail_level, 0);
     ck_assert_int_eq(spawn(&t, chain_root, (void *)20000L, CHAIN_ROOT_STACK), 0);
