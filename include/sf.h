@@ -46,8 +46,13 @@
  * the task it is running ends. A program that hands a future to a task that
  * did not make it, and lets that task wait (directly or through others) for
  * a frame of the thread that is helping, can therefore stall until that
- * helped task can finish. Fork-join code, where each task gets only the
- * futures it made or was given by its maker, never does. Helping nests (a
+ * helped task can finish - for ever if it waits for that frame: then the
+ * get that closes the cycle fails with EDEADLK ("When things go wrong")
+ * instead of hanging. Tree-shaped fork-join code, where each task gets only
+ * the futures it made itself, never stalls. Futures handed to siblings (a
+ * task given two others of its maker's to get) can: a get blocked in one
+ * task may help by starting a sibling that needs that very task. Getting
+ * such futures with sf_get_isolated() avoids it. Helping nests (a
  * helped task that blocks helps in turn) only while less than half of the
  * thread's stack is used; deeper, a get waits without helping, so helping
  * alone never overflows a stack.
@@ -232,7 +237,8 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  *           be created to run the task on a fresh one ("Deep chains"), or
  *   ENOMEM  no memory for that thread; the task is then not run by this get;
  *   EDEADLK this get closes a cycle of gets ("When things go wrong").
- * A get of a finished future never fails.
+ * A get of a finished future never blocks; it fails only if the task failed
+ * or was cancelled (then NULL, with errno the code or ECANCELED).
  */
 SF_EXPORT void *sf_get(sf_future *f);
 
@@ -282,13 +288,17 @@ SF_EXPORT void sf_release(sf_future *f);
  * turn with sf_fail()).
  *
  * A failure nobody sees is not lost: a failed future released without any
- * sf_get(), sf_wait() or sf_error_message() on it since it failed, or still
- * unseen at sf_shutdown(), is reported to the unhandled-failure hook
- * (sf_on_unhandled); by default one line on stderr:
+ * get (sf_get, sf_get_isolated, sf_wait) or sf_error_message() on it since
+ * it failed, or still unseen at sf_shutdown(), is reported to the
+ * unhandled-failure hook (sf_on_unhandled) - in the releasing thread, or in
+ * the one that finishes a task released while it ran; by default one line
+ * on stderr:
  *   "libsf: unhandled failure of task <fn> (<code name>, <code>): <message>"
  * (<fn> is the task function's name where the dynamic linker knows it, else
- * its address). A cancelled task is no failure to report: its canceller
- * knows.
+ * its address; "(code <code>)" when the code has no errno name; "(no
+ * message)" for none). A cancelled task is no failure to report: its
+ * canceller knows. A task that saw its cancellation (sf_cancelled) and also
+ * called sf_fail() ends with whichever came first.
  *
  * sf_cancel() stops a task that nobody needs: one that has not started
  * never runs; one that runs may ask sf_cancelled() and stop early. Getters
@@ -338,7 +348,8 @@ SF_EXPORT const char *sf_error_message(const sf_future *f);
  * Sets the unhandled-failure hook: hook(code, message, ctx) runs, in the
  * thread that releases the future (or calls sf_shutdown), for every failure
  * nobody saw (see above); message may be NULL. NULL restores the default
- * (one line on stderr). Holds for the life of the process.
+ * (one line on stderr). Holds for the life of the process. Without memory to
+ * keep the new hook, one stderr line says so and the previous one stays.
  */
 SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
                                void *ctx);
@@ -372,6 +383,7 @@ typedef struct sf_stats {
     uint64_t run_pool;       /* submitted tasks taken by an idle pool worker */
     uint64_t run_stolen;     /* tasks run by a blocked get, helping */
     uint64_t discarded;      /* tasks released before they started */
+    uint64_t cancelled;      /* tasks cancelled before they started (sf_cancel) */
     uint64_t gets_blocked;   /* gets that found their task running elsewhere */
     uint64_t sleeps;         /* times a blocked get slept with nothing to run */
     uint64_t fresh_stacks;   /* gets near the end of their stack that ran their
@@ -382,7 +394,7 @@ typedef struct sf_stats {
  * Fills *out with the runtime's counters. Exact once every thread is quiet
  * (no task running, no get in progress); while tasks run, each counter is
  * a recent value. created == run_inline + run_pool + run_stolen + discarded +
- * (tasks still pending or running).
+ * cancelled + (tasks still pending or running).
  *
  * Returns 0, or -1 with errno EINVAL (out is NULL) or ESRCH (runtime not
  * running).

@@ -55,22 +55,34 @@ char *sf__failure_take_message(struct sf__thread *me, sf_future *f)
 
 /* Set once or now and then by sf_on_unhandled, read at every report: a
  * pair read without a lock could mix two settings, so they are one struct
- * behind one pointer, never freed (a program sets the hook a few times). */
+ * behind one pointer. A reporter may still hold an old one, so none is ever
+ * freed; all stay on a list (a program sets the hook a few times). */
 struct hook {
     void (*fn)(int, const char *, void *);
     void *ctx;
+    struct hook *older;
 };
 static _Atomic(struct hook *) hook;
+static struct hook *hooks; /* every hook ever set; under hooks_lock */
+static struct sf__lock hooks_lock = SF__LOCK_INITIALIZER(SF__RANK_LEAF, "hooks_lock");
 
 void sf__failure_set_hook(void (*fn)(int, const char *, void *), void *ctx)
 {
     struct hook *h = NULL;
-    if (fn != NULL && (h = malloc(sizeof *h)) != NULL) {
+    if (fn != NULL) {
+        if ((h = malloc(sizeof *h)) == NULL) {
+            fprintf(stderr, "libsf: sf_on_unhandled: no memory for the hook; the previous "
+                            "one stays\n");
+            return;
+        }
         h->fn = fn;
         h->ctx = ctx;
+        sf__lock(&hooks_lock);
+        h->older = hooks;
+        hooks = h;
+        sf__unlock(&hooks_lock);
     }
-    /* Release: a reporter that loads h (acquire) sees its fields. A hook
-     * that cannot be allocated leaves the default. */
+    /* Release: a reporter that loads h (acquire) sees its fields. */
     atomic_store_explicit(&hook, h, memory_order_release);
 }
 

@@ -35,8 +35,11 @@
  * runs a task while it waits cannot return to its own wait before that task
  * ends. A program in which that helped task waits, directly or not, for the
  * waiting thread's own unfinished frame - only possible when futures are
- * handed to tasks that did not make them - can stall. Fork-join code, where
- * each task gets only the futures it made or was given by its maker, cannot.
+ * handed to tasks that did not make them, siblings included - can stall, for
+ * ever if the helped task needs that frame (then Deadlock, below, fails the
+ * get that closed the cycle). Tree-shaped fork-join code, where each task
+ * gets only the futures it made itself, cannot: a task a blocked get helps
+ * with needs nothing below it.
  */
 #include "get.h"
 

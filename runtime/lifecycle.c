@@ -296,6 +296,7 @@ SF_EXPORT int sf_stats_read(sf_stats *out)
         out->run_pool += atomic_load_explicit(&r->c_pool, memory_order_relaxed);
         out->run_stolen += atomic_load_explicit(&r->c_stolen, memory_order_relaxed);
         out->discarded += atomic_load_explicit(&r->c_discarded, memory_order_relaxed);
+        out->cancelled += atomic_load_explicit(&r->c_cancelled, memory_order_relaxed);
         out->gets_blocked += atomic_load_explicit(&r->c_blocked, memory_order_relaxed);
         out->sleeps += atomic_load_explicit(&r->c_sleeps, memory_order_relaxed);
         out->fresh_stacks += atomic_load_explicit(&r->c_fresh_stacks, memory_order_relaxed);

@@ -29,6 +29,8 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
      * claim, and getters may be asleep on it. */
     uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
     SF__ASSERT_TRANSITION(old, done);
+    if (me != NULL)
+        SF__BUMP(me->c_cancelled);
     if (old & SF__ORPHAN) {
         if (me != NULL) {
             sf__future_put(&me->free, f, done);
@@ -38,8 +40,6 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
         }
         return;
     }
-    if (me != NULL)
-        SF__BUMP(me->c_cancelled);
     /* Relaxed: as in sf__run, after the exchange (a full barrier). */
     if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0)
         sf__futex_wake(sf__future_futex(f), INT_MAX);

@@ -327,12 +327,14 @@ sf_stats tu_stats_pending(uint64_t pending)
     sf_stats s;
     memset(&s, 0xa5, sizeof s);
     ck_assert_int_eq(sf_stats_read(&s), 0);
-    ck_assert_msg(s.created == s.run_inline + s.run_pool + s.run_stolen + s.discarded + pending,
+    ck_assert_msg(s.created == s.run_inline + s.run_pool + s.run_stolen + s.discarded +
+                                   s.cancelled + pending,
                   "stats of a quiet runtime: created %llu != run_inline %llu + run_pool %llu + "
-                  "run_stolen %llu + discarded %llu + pending %llu",
+                  "run_stolen %llu + discarded %llu + cancelled %llu + pending %llu",
                   (unsigned long long)s.created, (unsigned long long)s.run_inline,
                   (unsigned long long)s.run_pool, (unsigned long long)s.run_stolen,
-                  (unsigned long long)s.discarded, (unsigned long long)pending);
+                  (unsigned long long)s.discarded, (unsigned long long)s.cancelled,
+                  (unsigned long long)pending);
     ck_assert_int_ge(s.peak_busy, 0);
     ck_assert_int_le(s.peak_busy, s.workers);
     ck_assert_int_eq(s.workers, s.threads - 1);
