@@ -25,13 +25,6 @@
 /* The out-of-line copy, for runners off the fork-join fast path. */
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
 
-/*
- * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
- * and completes f. `how` and `traced` are constants at every call site, so
- * each copy keeps only its own branches; traced is sf__trace_on or false.
- * No runtime lock may be held (debug.h checks). Returns the DONE state it
- * stored (FAILED tells a failure).
- */
 /* Runs f's function on arg with me->region set to `region`, then restores
  * it. */
 void *sf__run_in_region(struct sf__thread *me, sf_future *f, void *arg, uint32_t region);
@@ -44,6 +37,13 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 /* An orphan that failed: nobody can see it now, so it is reported. */
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 
+/*
+ * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
+ * and completes f. `how` and `traced` are constants at every call site, so
+ * each copy keeps only its own branches; traced is sf__trace_on or false.
+ * No runtime lock may be held (debug.h checks). Returns the DONE state it
+ * stored (FAILED tells a failure).
+ */
 static inline __attribute__((always_inline)) uint64_t
 sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
 {
