@@ -276,6 +276,69 @@ SF_EXPORT int sf_is_done(const sf_future *f);
 SF_EXPORT void sf_release(sf_future *f);
 
 /*
+ * Parallel loops over an index range.
+ *
+ * sf_for(from, to, body, ctx) runs body(i, ctx) for every i of [from, to)
+ * exactly once, in parallel, and returns when all have returned. The range
+ * is split statically among the participants (the calling thread and up to
+ * SF_THREADS - 1 tasks, fewer for short ranges); each takes its indices one
+ * at a time from the bottom of its part, with no atomic read-modify-write
+ * and no fence (a compiler barrier where membarrier exists, as the fork-join
+ * fast path); a participant whose part is done steals a contiguous chunk -
+ * half of what is left, rounded up - from the top of the part with the most
+ * left, and goes on with that as its own part. Participants stop when
+ * nothing is left to steal (a count of the indices not yet run ends the
+ * search at once when it reaches 0); sf_for returns once every participant
+ * has ended, which it learns by getting their futures, so no stolen chunk
+ * can be missed.
+ *
+ * Composition. sf_for is a get: it first submits the calling thread's
+ * pending tasks (as sf_get does), makes its participants public so that an
+ * idle worker takes them at once, and waits for them as a get does (helping
+ * with other pending work). The calling thread can run the whole loop
+ * alone, so sf_for never waits for a free worker: it works at any
+ * SF_THREADS, 1 included, inside tasks, inside the body of another sf_for
+ * (nested loops), and with sf_do()/sf_get() inside the body. Participants are
+ * tasks made by the caller, so they count in sf_stats and show in the trace.
+ *
+ * The body reports errors through ctx: sf_for has no failure channel of its
+ * own, and a body that calls sf_fail() fails whichever task it happens to
+ * run in. Every index may run on any thread, in any order; the indices of a
+ * part run in increasing order on one thread.
+ */
+
+/*
+ * Runs body(i, ctx) for every i with from <= i < to, exactly once, in
+ * parallel (see above); from == to does nothing. Starts the runtime from the
+ * environment if it is not running. If memory for the loop's bookkeeping
+ * cannot be had, the calling thread runs the whole loop itself: that is not
+ * an error.
+ *
+ * Returns 0 once every body call has returned, or -1 with errno:
+ *   EINVAL  body is NULL, or to < from (nothing runs);
+ *   EAGAIN, ENOMEM  the calling thread cannot register (as sf_do); nothing
+ *           runs;
+ *   EDEADLK a participant running on another thread is stuck in a cycle of
+ *           gets through the caller's frames (see "When things go wrong");
+ *           the indices it holds have not all run.
+ */
+SF_EXPORT int sf_for(long from, long to, void (*body)(long i, void *ctx), void *ctx);
+
+/*
+ * sf_for with a body that takes sub-ranges: body(lo, hi, ctx) is called for
+ * disjoint [lo, hi) that together cover [from, to) exactly, each holding at
+ * most `grain` indices (grain 0: chosen by libsf, about 1/64 of a
+ * participant's share, at least 1). A participant takes one grain at a time;
+ * thieves still steal half of what is left of a part, so a grain bounds the
+ * work a participant commits to, not the balance. For loops whose indices
+ * are too cheap to pay a call each.
+ *
+ * Returns as sf_for; also EINVAL for grain < 0.
+ */
+SF_EXPORT int sf_for_range(long from, long to, long grain,
+                           void (*body)(long lo, long hi, void *ctx), void *ctx);
+
+/*
  * When things go wrong: failures, cancellation, deadlock.
  *
  * C has no exceptions, so a task fails by saying so: sf_fail() marks the

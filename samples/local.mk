@@ -2,7 +2,7 @@
 # directory). The samples are demos and smoke tests of the public API, so they
 # are built but not installed.
 
-noinst_PROGRAMS += samples/fib samples/meh samples/nqueens_search
+noinst_PROGRAMS += samples/fib samples/meh samples/nqueens_search samples/mandelbrot
 
 samples_fib_SOURCES = samples/fib.c
 samples_fib_LDADD = libsf.la
@@ -13,7 +13,14 @@ samples_meh_LDADD = libsf.la
 samples_nqueens_search_SOURCES = samples/nqueens_search.c
 samples_nqueens_search_LDADD = libsf.la
 
+samples_mandelbrot_SOURCES = samples/mandelbrot.c
+samples_mandelbrot_LDADD = libsf.la
+
 # make check runs nqueens_search and checks its output: exact where the
 # schedule cannot change it (SF_THREADS=1), its invariants elsewhere.
 TESTS += samples/test-nqueens_search.sh
 EXTRA_DIST += samples/test-nqueens_search.sh
+
+# mandelbrot: the same image at SF_THREADS=1, 2 and 4, rows stolen at 2 and 4.
+TESTS += samples/test-mandelbrot.sh
+EXTRA_DIST += samples/test-mandelbrot.sh
