@@ -24,7 +24,11 @@ RUNTIME_LABEL = {
     "ideal": "ideal (seq / threads)",
 }
 COLORS = {"libsf": "#d62728", "gomp": "#1f77b4", "llomp": "#2ca02c", "onetbb": "#7f7f7f"}
-WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "nqueens", "meh-chain", "meh-tree"]
+WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "for-uneven", "for-uneven-s", "for-skew",
+                  "for-skew-s", "nqueens", "meh-chain", "meh-tree"]
+# Parallel loops: the same loop, each runtime's loop construct; the -s rows
+# use the other flavour (see tools/bench/README.md). Ideal = sequential/threads.
+LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s")
 
 
 def parse_kv(line):
@@ -197,7 +201,7 @@ def main():
                 "%.1f" % (rss / 1024) if rss else "-", c.status()))
         for t in threads_all:
             tbb = med(w, t, "onetbb")
-            if w == "uneven" and st:
+            if (w == "uneven" or w in LOOP_WORKLOADS) and st:
                 ideal = st / t
                 P("| %s | %d | %s | %s | %s | %s | - | - | - | - |" % (
                     w, t, RUNTIME_LABEL["ideal"], fmt_s(ideal), fmt_r(ideal / st),
@@ -346,6 +350,29 @@ def main():
         else:
             goal(name, a <= 1.1 * s / t, "libsf/ideal = %s s / %s s = %.3f"
                  % (fmt_s(a), fmt_s(s / t), a / (s / t)))
+    # parallel loops at 2 threads: libsf within 5% of ideal, and within 5% of
+    # the best peer flavour of the same loop (both partitioners / schedules).
+    for shape in ("for-uneven", "for-skew"):
+        s = seq_time(shape)
+        for w in (shape, shape + "-s"):
+            a = sf(w, 2)
+            name = "%s @2: libsf within 5%% of ideal" % w
+            if missing(a, s) or not complete(w, 2, "libsf"):
+                goal(name, None, "not measured")
+            else:
+                goal(name, a <= 1.05 * s / 2, "libsf/ideal = %s s / %s s = %.3f"
+                     % (fmt_s(a), fmt_s(s / 2), a / (s / 2)))
+        a = sf(shape, 2)
+        peers = [(med(w, 2, rt), "%s %s" % (RUNTIME_LABEL[rt], w))
+                 for w in (shape, shape + "-s") for rt in ("onetbb", "gomp", "llomp")]
+        peers = [p for p in peers if p[0] is not None]
+        name = "%s @2: libsf sf_for <= 1.05 x the best peer" % shape
+        if a is None or not peers:
+            goal(name, None, "not measured")
+        else:
+            best = min(peers)
+            goal(name, a <= 1.05 * best[0], "libsf %s s, best %s %s s: %.3f"
+                 % (fmt_s(a), best[1], fmt_s(best[0]), a / best[0]))
     # meh: completes everywhere, and <= 1.2 x sequential at 1 thread.
     for w in ("meh-chain", "meh-tree"):
         cs = [(t, cells.get((w, t, "libsf"))) for t in threads_all]

@@ -192,14 +192,41 @@ int main(int argc, char **argv)
         kind = 4;
     else if (strcmp(w, "tree") == 0)
         kind = 5;
+    else if (strcmp(w, "pfor") == 0)
+        kind = 6;
     else {
         bench_usage(argv[0]);
         return 64;
     }
 
+    uint64_t *pres = NULL;
+    if (kind == 6 && !(pres = calloc((size_t)P.items, sizeof *pres)))
+        exit(3);
     t0 = bench_now();
-#pragma omp parallel num_threads(T)
-    {
+    /* pfor: the whole team shares the loop (omp for), no single. */
+#pragma omp parallel num_threads(T) if (kind == 6)
+    if (kind == 6) {
+        if (P.part == 0) {
+#pragma omp for schedule(dynamic, 1)
+            for (long i = 0; i < P.items; i++) {
+                bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
+                pres[i] = (uint64_t)(i + 1);
+            }
+        } else {
+#pragma omp for schedule(static)
+            for (long i = 0; i < P.items; i++) {
+                bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
+                pres[i] = (uint64_t)(i + 1);
+            }
+        }
+    }
+    if (kind == 6) {
+        for (long i = 0; i < P.items; i++)
+            got += pres[i];
+        free(pres);
+    }
+#pragma omp parallel num_threads(T) if (kind != 6)
+    if (kind != 6) {
 #pragma omp single
         {
             switch (kind) {
@@ -247,6 +274,7 @@ int main(int argc, char **argv)
         tasks = (uint64_t)P.outer * (uint64_t)(P.inner + 1);
         break;
     case 2:
+    case 6:
         want = bench_uneven_expect(P.items);
         tasks = (uint64_t)P.items;
         break;

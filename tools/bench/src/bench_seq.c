@@ -118,6 +118,14 @@ int main(int argc, char **argv)
         t1 = bench_now();
         want = bench_uneven_expect(p.items);
         tasks = (uint64_t)p.items;
+    } else if (strcmp(w, "pfor") == 0) {
+        t0 = bench_now();
+        got = 0;
+        for (long i = 0; i < p.items; i++)
+            got += seq_child((uint64_t)(i + 1), bench_pfor_iters(&p, i));
+        t1 = bench_now();
+        want = bench_uneven_expect(p.items);
+        tasks = (uint64_t)p.items;
     } else if (strcmp(w, "nqueens") == 0) {
         t0 = bench_now();
         uint64_t r = seq_nqueens(NQ_PACK(0, 0, 0, 0), (unsigned)p.n);

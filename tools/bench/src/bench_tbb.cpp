@@ -75,6 +75,28 @@ static uint64_t run_tput()
     return sum;
 }
 
+/* ---- pfor: parallel_for, auto_partitioner (part 0) or simple (part 1) ------ */
+
+static uint64_t run_pfor()
+{
+    std::vector<uint64_t> res((size_t)P.items);
+    auto body = [&res](const tbb::blocked_range<long> &r) {
+        for (long i = r.begin(); i != r.end(); ++i) {
+            bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
+            res[(size_t)i] = (uint64_t)(i + 1);
+        }
+    };
+    if (P.part == 0)
+        tbb::parallel_for(tbb::blocked_range<long>(0, P.items), body, tbb::auto_partitioner());
+    else
+        tbb::parallel_for(tbb::blocked_range<long>(0, P.items, 1), body,
+                          tbb::simple_partitioner());
+    uint64_t sum = 0;
+    for (uint64_t r : res)
+        sum += r;
+    return sum;
+}
+
 /* ---- uneven: parallel_for, one item per chunk ------------------------------ */
 
 static uint64_t run_uneven()
@@ -199,6 +221,12 @@ int main(int argc, char **argv)
     } else if (strcmp(w, "uneven") == 0) {
         t0 = bench_now();
         got = run_uneven();
+        t1 = bench_now();
+        want = bench_uneven_expect(P.items);
+        tasks = (uint64_t)P.items;
+    } else if (strcmp(w, "pfor") == 0) {
+        t0 = bench_now();
+        got = run_pfor();
         t1 = bench_now();
         want = bench_uneven_expect(P.items);
         tasks = (uint64_t)P.items;

@@ -23,6 +23,15 @@
  *   uneven   items=200 short=S long_factor=5
  *                                    items of S spin iterations, every fifth
  *                                    long_factor times longer
+ *   pfor     items=200 short=S long_factor=5 shape=0 part=0
+ *                                    a parallel loop over items (each returns
+ *                                    i + 1): shape 0 every fifth item long (the
+ *                                    uneven batch), shape 1 the first tenth long
+ *                                    (a skewed loop); part 0: sf_for, oneTBB
+ *                                    auto_partitioner, omp schedule(dynamic,1);
+ *                                    part 1: sf_for_range (grain chosen by
+ *                                    libsf), simple_partitioner (grain 1),
+ *                                    schedule(static)
  *   nqueens  n=13                    one task per valid placement
  *   chain    depth=10000 iters=W     a chain of nested gets depth deep
  *   tree     fanout=8 depth=6 iters=W  every node gets its fanout children;
@@ -55,6 +64,8 @@ struct bench_params {
     long long_factor; /* uneven: a long item is this many times a short one */
     long depth;       /* chain, tree */
     long fanout;      /* tree */
+    long shape;       /* pfor: 0 uneven, 1 skewed */
+    long part;        /* pfor: 0 dynamic, 1 static (see above) */
 };
 
 /*
@@ -90,8 +101,8 @@ static BENCH_UNUSED long bench_maxrss_kb(void)
 static BENCH_UNUSED void bench_usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s fib|tput|uneven|nqueens|chain|tree threads=N [key=value...]\n"
-            "keys: n outer inner iters items short long_factor depth fanout\n",
+            "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree threads=N [key=value...]\n"
+            "keys: n outer inner iters items short long_factor depth fanout shape part\n",
             prog);
     exit(64);
 }
@@ -142,6 +153,8 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         BENCH_KEY("long_factor", long_factor)
         BENCH_KEY("depth", depth)
         BENCH_KEY("fanout", fanout)
+        BENCH_KEY("shape", shape)
+        BENCH_KEY("part", part)
 #undef BENCH_KEY
         bench_usage(argv[0]);
     }
@@ -195,6 +208,14 @@ static BENCH_UNUSED uint64_t bench_uneven_expect(long items)
 static BENCH_UNUSED long bench_uneven_iters(const struct bench_params *p, long i)
 {
     return i % 5 == 0 ? p->short_iters * p->long_factor : p->short_iters;
+}
+
+/* pfor: item i's spin iterations. */
+static BENCH_UNUSED long bench_pfor_iters(const struct bench_params *p, long i)
+{
+    if (p->shape == 0)
+        return bench_uneven_iters(p, i);
+    return i < p->items / 10 ? p->short_iters * p->long_factor : p->short_iters;
 }
 
 static BENCH_UNUSED uint64_t bench_nqueens_expect(long n)
