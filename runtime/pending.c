@@ -186,7 +186,8 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
                        : UINT64_MAX;
     struct sf__ring *r = atomic_load_explicit(&q->ring, memory_order_acquire);
     bool private_seen = false;
-    for (uint64_t i = tp; i < b && i - tp < limit; i++) {
+    uint64_t i;
+    for (i = tp; i < b && i - tp < limit; i++) {
         /* Relaxed: published by the acquire load of bottom above. */
         sf_future *f = atomic_load_explicit(&r->slot[i & r->mask], memory_order_relaxed);
         if (f == NULL)
@@ -225,8 +226,13 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
             return f;
         }
     }
-    /* Relaxed: a request; the owner polls it at its next get. */
-    if (private_seen && !atomic_load_explicit(&q->want, memory_order_relaxed))
+    /* Ask the owner too when the window ended before bottom: the slots we
+     * looked at were finished, and only the owner moves top past them (a
+     * queue whose oldest tasks thieves took keeps them until its owner
+     * trims, and thieves would see nothing behind them). The owner's poll
+     * trims the top and publishes. Relaxed: a request; the owner polls it
+     * at its next get. */
+    if ((private_seen || i < b) && !atomic_load_explicit(&q->want, memory_order_relaxed))
         atomic_store_explicit(&q->want, 1, memory_order_relaxed);
     return NULL;
 }

@@ -24,7 +24,10 @@
  * atomic read-modify-write and no fence. Tasks below pub_seq are public:
  * anyone claims them by CAS, the owner too. A thief that finds only private
  * work sets `want`; the owner, which polls `want` at every sf_get, then
- * publishes everything it has (pub_seq = seq). A thief that must have a
+ * publishes everything it has (pub_seq = seq). A thief also sets `want`
+ * when its bounded window from the top held only finished slots: only the
+ * owner moves top, and the poll trims it (tasks got oldest first, which
+ * thieves took, would otherwise hide everything behind them). A thief that must have a
  * private task now takes it through the gate's Dekker protocol
  * (SF__STEAL_PRIVATE, claim.h): slower, but no pending task is ever out of
  * reach whatever its owner does. pub_seq only grows, so a claimer that saw a
@@ -237,16 +240,20 @@ static inline bool sf__pending_publish(struct sf__pending *q)
 
 /*
  * Owner: publish if a thief asked, with the top trimmed so that thieves
- * scanning from it find pending tasks first. Returns true if tasks became
- * public.
+ * scanning from it find pending tasks first (a thief's window of slots may
+ * have held only finished ones: sf__pending_steal). Returns true if tasks
+ * became public or the top moved, either of which may show a thief work it
+ * could not see (the caller wakes whoever waits for work).
  */
 static inline bool sf__pending_poll(struct sf__pending *q)
 {
     /* Relaxed: a hint; a request missed now is seen at the next call. */
     if (SF__LIKELY(!atomic_load_explicit(&q->want, memory_order_relaxed)))
         return false;
+    uint64_t top = SF__OWN_LOAD(&q->top);
     sf__pending_trim_top(q, UINT64_MAX);
-    return sf__pending_publish(q);
+    bool published = sf__pending_publish(q);
+    return published || SF__OWN_LOAD(&q->top) != top;
 }
 
 #endif /* SF_PENDING_H */

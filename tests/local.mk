@@ -27,6 +27,7 @@ check_PROGRAMS += tests/test_cancel
 check_PROGRAMS += tests/test_deadlock
 check_PROGRAMS += tests/test_faults
 check_PROGRAMS += tests/test_for
+check_PROGRAMS += tests/test_pool
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -49,6 +50,7 @@ TESTS += tests/test_cancel
 TESTS += tests/test_deadlock
 TESTS += tests/test_faults
 TESTS += tests/test_for
+TESTS += tests/test_pool
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -61,6 +63,10 @@ tests_test_isolated_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_for_SOURCES = tests/test_for.c tests/testutil.c tests/testutil.h
 tests_test_for_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_for_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_pool_SOURCES = tests/test_pool.c tests/testutil.c tests/testutil.h
+tests_test_pool_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_pool_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 tests_test_lazy_SOURCES = tests/test_lazy.c tests/testutil.c tests/testutil.h
 tests_test_lazy_LDADD = libsf.la $(CHECK_LIBS)
