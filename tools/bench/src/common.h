@@ -45,7 +45,7 @@
  *                                    others 8 with probability q_ppm / 10^6)
  *   cilksort size=10000000 seed=1    cilksort of `size` 32-bit ints
  *   matmul   size=1024 seed=1        recursive C += A B, size = 64 x 2^k
- *   knapsack items=34 seed=11        0/1 knapsack branch and bound (items <= 40)
+ *   knapsack items=33 seed=1         0/1 knapsack branch and bound (items <= 40)
  *   calib                            (bench_seq only) prints ns per spin iteration
  */
 #ifndef BENCH_COMMON_H
@@ -191,12 +191,9 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     if (p->depth < 0)
         p->depth = strcmp(w, "chain") == 0 ? 10000 : strcmp(w, "uts-t1") == 0 ? 10 : 6;
     if (p->items < 0)
-        p->items = strcmp(w, "knapsack") == 0 ? 34 : 200;
+        p->items = strcmp(w, "knapsack") == 0 ? 33 : 200;
     if (p->seed < 0)
-        p->seed = strcmp(w, "uts-t1") == 0     ? 199
-                  : strcmp(w, "uts-t3") == 0   ? 16
-                  : strcmp(w, "knapsack") == 0 ? 11
-                                               : 1;
+        p->seed = strcmp(w, "uts-t1") == 0 ? 199 : strcmp(w, "uts-t3") == 0 ? 16 : 1;
     if (p->size < 0)
         p->size = strcmp(w, "matmul") == 0 ? 1024 : 10000000;
     /* uts-t1 keeps the depth in 8 bits of a node (classic.h UTS_NODE). */
