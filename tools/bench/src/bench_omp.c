@@ -236,14 +236,14 @@ static uint64_t csort(sort_elem *a, sort_elem *tmp, long n)
 static void matmul(double *c, const double *a, const double *b, long n)
 {
     if (n <= MM_BASE) {
-        mm_base(c, a, b, n, P.size);
+        mm_base(c, a, b, n, MM_LD(P.size));
         return;
     }
     for (int phase = 0; phase < 2; phase++) {
         for (int q = 0; q < 4; q++) {
             double *cq;
             const double *aq, *bq;
-            mm_quadrant(c, a, b, n, P.size, phase, q, &cq, &aq, &bq);
+            mm_quadrant(c, a, b, n, MM_LD(P.size), phase, q, &cq, &aq, &bq);
 #pragma omp task firstprivate(cq, aq, bq, n)
             matmul(cq, aq, bq, n / 2);
         }
@@ -482,9 +482,7 @@ int main(int argc, char **argv)
     case 9:
         mm_check(ma, mb, mc, P.size, &got, &want);
         tasks = mm_tasks(P.size);
-        free(ma);
-        free(mb);
-        free(mc);
+        mm_free(ma);
         break;
     default: /* 10 */
         got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);

@@ -133,14 +133,14 @@ __attribute__((noinline)) static void seq_matmul(double *c, const double *a, con
                                                  long n)
 {
     if (n <= MM_BASE) {
-        mm_base(c, a, b, n, CP.size);
+        mm_base(c, a, b, n, MM_LD(CP.size));
         return;
     }
     for (int phase = 0; phase < 2; phase++)
         for (int q = 0; q < 4; q++) {
             double *cq;
             const double *aq, *bq;
-            mm_quadrant(c, a, b, n, CP.size, phase, q, &cq, &aq, &bq);
+            mm_quadrant(c, a, b, n, MM_LD(CP.size), phase, q, &cq, &aq, &bq);
             seq_matmul(cq, aq, bq, n / 2);
         }
 }
@@ -269,9 +269,7 @@ int main(int argc, char **argv)
         t1 = bench_now();
         mm_check(a, b, c, p.size, &got, &want);
         tasks = mm_tasks(p.size);
-        free(a);
-        free(b);
-        free(c);
+        mm_free(a);
     } else if (strcmp(w, "knapsack") == 0) {
         CP = p;
         long cap = ks_instance(ks_items, p.items, (uint64_t)p.seed);

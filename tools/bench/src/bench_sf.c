@@ -318,14 +318,15 @@ static void *matmul(void *arg)
 {
     struct mm_job *j = arg;
     if (j->n <= MM_BASE) {
-        mm_base(j->c, j->a, j->b, j->n, P.size);
+        mm_base(j->c, j->a, j->b, j->n, MM_LD(P.size));
         return NULL;
     }
     for (int phase = 0; phase < 2; phase++) {
         struct mm_job s[4];
         sf_future *f[4];
         for (int q = 0; q < 4; q++) {
-            mm_quadrant(j->c, j->a, j->b, j->n, P.size, phase, q, &s[q].c, &s[q].a, &s[q].b);
+            mm_quadrant(j->c, j->a, j->b, j->n, MM_LD(P.size), phase, q, &s[q].c, &s[q].a,
+                        &s[q].b);
             s[q].n = j->n / 2;
             f[q] = do_or_die(matmul, &s[q]);
         }
@@ -477,9 +478,7 @@ int main(int argc, char **argv)
         t1 = bench_now();
         mm_check(a, b, c, P.size, &got, &want);
         tasks = mm_tasks(P.size);
-        free(a);
-        free(b);
-        free(c);
+        mm_free(a);
     } else if (strcmp(w, "knapsack") == 0) {
         long cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
         struct ks_job root = {0, cap, 0};

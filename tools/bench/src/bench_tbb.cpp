@@ -261,7 +261,7 @@ static uint64_t csort(sort_elem *a, sort_elem *tmp, long n)
 static void matmul(double *c, const double *a, const double *b, long n)
 {
     if (n <= MM_BASE) {
-        mm_base(c, a, b, n, P.size);
+        mm_base(c, a, b, n, MM_LD(P.size));
         return;
     }
     for (int phase = 0; phase < 2; phase++) {
@@ -269,7 +269,7 @@ static void matmul(double *c, const double *a, const double *b, long n)
         for (int q = 0; q < 4; q++) {
             double *cq;
             const double *aq, *bq;
-            mm_quadrant(c, a, b, n, P.size, phase, q, &cq, &aq, &bq);
+            mm_quadrant(c, a, b, n, MM_LD(P.size), phase, q, &cq, &aq, &bq);
             g.run([cq, aq, bq, n] { matmul(cq, aq, bq, n / 2); });
         }
         g.wait();
@@ -408,9 +408,7 @@ int main(int argc, char **argv)
         t1 = bench_now();
         mm_check(a, b, c, P.size, &got, &want);
         tasks = mm_tasks(P.size);
-        free(a);
-        free(b);
-        free(c);
+        mm_free(a);
     } else if (strcmp(w, "knapsack") == 0) {
         long cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
         ks_best.store(0, std::memory_order_relaxed);

@@ -28,7 +28,8 @@
  * (SORT_QUICK_CUTOFF elements: sort_seq, quicksort + insertion sort;
  * SORT_MERGE_CUTOFF: sort_merge_seq) everything is sequential.
  *
- * matmul: C += A * B on n x n row-major doubles (leading dimension ld), by
+ * matmul: C += A * B on n x n row-major doubles (leading dimension
+ * MM_LD(n)), by
  * quadrants: phase 1 C11 += A11 B11, C12 += A11 B12, C21 += A21 B11,
  * C22 += A21 B12 (4 in parallel), phase 2 the same with A12/A22 and
  * B21/B22; base case MM_BASE x MM_BASE, a plain i-k-j triple loop. Every
@@ -288,18 +289,32 @@ static inline void sort_setup(long n, uint64_t seed, sort_elem **a, sort_elem **
 /* ---- matmul ---------------------------------------------------------------- */
 
 #define MM_BASE 64
+/*
+ * The leading dimension of an n x n matrix: n + 8 doubles. With a power of
+ * two (8 KiB rows at n = 1024) the rows of a base block all fall into the
+ * same few cache sets, and the time then depends on where malloc put the
+ * three matrices (1.8 x between two programs with the same loop); one cache
+ * line more per row spreads them.
+ */
+#define MM_LD(n) ((n) + 8)
 
 /* Entries: small integers in [-4, 4] (exact products and sums). */
 static inline void mm_fill(double *m, long n, uint64_t seed)
 {
     uint64_t s = seed;
-    for (long i = 0; i < n * n; i++) {
-        s += 0x9E3779B97F4A7C15ULL;
-        m[i] = (double)((long)(uts_mix(s) % 9) - 4);
-    }
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j < n; j++) {
+            s += 0x9E3779B97F4A7C15ULL;
+            m[i * MM_LD(n) + j] = (double)((long)(uts_mix(s) % 9) - 4);
+        }
 }
 
-/* C += A * B, n x n blocks inside matrices of leading dimension ld. */
+/*
+ * C += A * B, n x n blocks inside matrices of leading dimension ld. Scalar
+ * in every program: gcc -O2 does not vectorize it (it would need a runtime
+ * alias check), and clang (bench_llomp) is told not to, so that the base
+ * case costs the same under every runtime.
+ */
 static inline void mm_base(double *c, const double *a, const double *b, long n, long ld)
 {
     for (long i = 0; i < n; i++)
@@ -307,6 +322,9 @@ static inline void mm_base(double *c, const double *a, const double *b, long n, 
             double aik = a[i * ld + k];
             const double *bk = b + k * ld;
             double *ci = c + i * ld;
+#ifdef __clang__
+#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
+#endif
             for (long j = 0; j < n; j++)
                 ci[j] += aik * bk[j];
         }
@@ -341,6 +359,7 @@ static inline void mm_check(const double *a, const double *b, const double *c, l
                             uint64_t *got, uint64_t *want)
 {
     double *x = (double *)malloc((size_t)n * 3 * sizeof *x);
+    long ld = MM_LD(n);
     if (!x)
         exit(3);
     double *bx = x + n, *t = x + 2 * n;
@@ -350,8 +369,8 @@ static inline void mm_check(const double *a, const double *b, const double *c, l
     for (long i = 0; i < n; i++) {
         double s = 0, u = 0;
         for (long j = 0; j < n; j++) {
-            s += c[i * n + j] * x[j];
-            u += b[i * n + j] * x[j];
+            s += c[i * ld + j] * x[j];
+            u += b[i * ld + j] * x[j];
         }
         t[i] = s;
         bx[i] = u;
@@ -359,7 +378,7 @@ static inline void mm_check(const double *a, const double *b, const double *c, l
     for (long i = 0; i < n; i++) {
         double s = 0;
         for (long j = 0; j < n; j++)
-            s += a[i * n + j] * bx[j];
+            s += a[i * ld + j] * bx[j];
         g = uts_mix(g + (uint64_t)(int64_t)t[i]);
         w = uts_mix(w + (uint64_t)(int64_t)s);
     }
@@ -368,18 +387,28 @@ static inline void mm_check(const double *a, const double *b, const double *c, l
     *want = w;
 }
 
-/* A and B filled, C zeroed (touched before the clock starts). */
+/*
+ * A and B filled, C zeroed (touched before the clock starts), in one
+ * 4 KiB-aligned block, so every program has the same layout; mm_free(a).
+ */
 static inline void mm_setup(long n, uint64_t seed, double **a, double **b, double **c)
 {
-    size_t bytes = (size_t)n * (size_t)n * sizeof(double);
-    *a = (double *)malloc(bytes);
-    *b = (double *)malloc(bytes);
-    *c = (double *)malloc(bytes);
-    if (!*a || !*b || !*c)
+    size_t one = (size_t)n * (size_t)MM_LD(n) * sizeof(double);
+    one = (one + 4095) & ~(size_t)4095;
+    char *block = (char *)aligned_alloc(4096, 3 * one);
+    if (!block)
         exit(3);
+    memset(block, 0, 3 * one);
+    *a = (double *)block;
+    *b = (double *)(block + one);
+    *c = (double *)(block + 2 * one);
     mm_fill(*a, n, seed);
     mm_fill(*b, n, seed + 1);
-    memset(*c, 0, bytes);
+}
+
+static inline void mm_free(double *a)
+{
+    free(a);
 }
 
 /* ---- knapsack ---------------------------------------------------------------- */
