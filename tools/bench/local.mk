@@ -9,9 +9,11 @@ bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf
 EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf \
 	tools/bench/bench_tbb tools/bench/bench_gomp
 
-tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h
+tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h \
+	tools/bench/src/classic.h
 
-tools_bench_bench_sf_SOURCES = tools/bench/src/bench_sf.c tools/bench/src/common.h
+tools_bench_bench_sf_SOURCES = tools/bench/src/bench_sf.c tools/bench/src/common.h \
+	tools/bench/src/classic.h
 tools_bench_bench_sf_LDADD = libsf.la
 tools_bench_bench_sf_LDFLAGS = -static
 
@@ -19,12 +21,14 @@ tools_bench_mem_sf_SOURCES = tools/bench/src/mem_sf.c tools/bench/src/common.h
 tools_bench_mem_sf_LDADD = libsf.la
 tools_bench_mem_sf_LDFLAGS = -static
 
-tools_bench_bench_tbb_SOURCES = tools/bench/src/bench_tbb.cpp tools/bench/src/common.h
+tools_bench_bench_tbb_SOURCES = tools/bench/src/bench_tbb.cpp tools/bench/src/common.h \
+	tools/bench/src/classic.h
 tools_bench_bench_tbb_CPPFLAGS = $(AM_CPPFLAGS) $(TBB_CFLAGS)
 tools_bench_bench_tbb_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread
 tools_bench_bench_tbb_LDADD = $(TBB_LIBS)
 
-tools_bench_bench_gomp_SOURCES = tools/bench/src/bench_omp.c tools/bench/src/common.h
+tools_bench_bench_gomp_SOURCES = tools/bench/src/bench_omp.c tools/bench/src/common.h \
+	tools/bench/src/classic.h
 tools_bench_bench_gomp_CPPFLAGS = $(AM_CPPFLAGS) -DOMP_RUNTIME_NAME='"gomp"'
 tools_bench_bench_gomp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 tools_bench_bench_gomp_LDFLAGS = $(OPENMP_CFLAGS)
@@ -32,7 +36,8 @@ tools_bench_bench_gomp_LDFLAGS = $(OPENMP_CFLAGS)
 # clang is a second compiler, outside automake's one-compiler-per-language
 # model: one explicit rule, with the build's CFLAGS.
 EXTRA_DIST += tools/bench/src/bench_omp.c
-tools/bench/bench_llomp$(EXEEXT): $(srcdir)/tools/bench/src/bench_omp.c $(srcdir)/tools/bench/src/common.h
+tools/bench/bench_llomp$(EXEEXT): $(srcdir)/tools/bench/src/bench_omp.c $(srcdir)/tools/bench/src/common.h \
+		$(srcdir)/tools/bench/src/classic.h
 	@$(MKDIR_P) tools/bench
 	$(AM_V_CC)$(CLANG) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) -DOMP_RUNTIME_NAME='"llomp"' \
 		-std=c11 -Wall -Wextra -pthread $(CFLAGS) -fopenmp=libomp \

@@ -25,10 +25,18 @@ RUNTIME_LABEL = {
 }
 COLORS = {"libsf": "#d62728", "gomp": "#1f77b4", "llomp": "#2ca02c", "onetbb": "#7f7f7f"}
 WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "for-uneven", "for-uneven-s", "for-skew",
-                  "for-skew-s", "nqueens", "meh-chain", "meh-tree"]
+                  "for-skew-s", "nqueens", "meh-chain", "meh-tree", "uts-t1", "uts-t3", "cilksort",
+                  "matmul", "knapsack"]
 # Parallel loops: the same loop, each runtime's loop construct; the -s rows
 # use the other flavour (see tools/bench/README.md). Ideal = sequential/threads.
 LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s")
+# Speculative work: the tasks a run makes depend on its schedule (knapsack's
+# pruning depends on when the best value is found), so task counts may differ
+# between runs and runtimes; tasks and ns/task are those of the median run.
+SPECULATIVE_WORKLOADS = ("knapsack",)
+# Workloads with parallelism whose libsf time at 2 threads should be at most
+# 0.55 x its own 1-thread time.
+SCALING_WORKLOADS = ("fib", "nqueens", "uts-t1", "uts-t3", "cilksort", "matmul")
 
 
 def parse_kv(line):
@@ -82,6 +90,11 @@ class Cell:
         return s[(len(s) - 1) // 2]
 
     def tasks(self):
+        """Tasks of the median run (the same in every run but for
+        SPECULATIVE_WORKLOADS)."""
+        r = self.median_run()
+        if r is not None and "tasks" in r:
+            return int(r["tasks"])
         for r in self.ok:
             if "tasks" in r:
                 return int(r["tasks"])
@@ -183,7 +196,9 @@ def main():
       "started and warmed up first). *vs seq* = time / sequential time; *vs oneTBB* = "
       "time / oneTBB's time at the same thread count; *ns/task* = (time x threads - "
       "sequential time) / tasks, the core time each task costs beyond the work; "
-      "*peak RSS* = getrusage ru_maxrss; *runs* = successful / attempted.")
+      "*peak RSS* = getrusage ru_maxrss; *runs* = successful / attempted. "
+      "Speculative workloads (%s) make as many tasks as their schedule leads them to: "
+      "their *ns/task* uses the median run's own count." % ", ".join(SPECULATIVE_WORKLOADS))
     P("")
     P("| workload | threads | runtime | median s | vs seq | vs oneTBB | ns/task | "
       "peak RSS MB | RSS vs seq | runs |")
@@ -226,8 +241,11 @@ def main():
                     chart.append(("%s @%d" % (w, t), rt, vs_tbb))
     P("")
 
-    # Task-count consistency: every runtime must make the same number of tasks.
+    # Task-count consistency: every runtime must make the same number of tasks
+    # (but for speculative work, whose tasks depend on the schedule).
     for w in workloads:
+        if w in SPECULATIVE_WORKLOADS:
+            continue
         counts = set()
         for (ww, t, rt), c in cells.items():
             if ww == w and c.tasks() is not None:
@@ -390,6 +408,27 @@ def main():
             goal(name, None, "not measured")
         else:
             goal(name, a <= 1.2 * s, "libsf/seq " + ratio_str(a, s))
+    # Workloads with parallelism: libsf at 2 threads <= 0.55 x its own 1 thread.
+    for w in SCALING_WORKLOADS:
+        a, b = sf(w, 2), sf(w, 1)
+        name = "%s @2: libsf <= 0.55 x libsf @1" % w
+        if missing(a, b) or not complete(w, 2, "libsf") or not complete(w, 1, "libsf"):
+            goal(name, None, "not measured (libsf @2 %s, @1 %s)" % (fmt_s(a), fmt_s(b)))
+        else:
+            goal(name, a <= 0.55 * b, "libsf@2/libsf@1 " + ratio_str(a, b))
+    # UTS trees at 2 threads: against sequential and oneTBB.
+    for w in ("uts-t1", "uts-t3"):
+        a, s, b = sf(w, 2), seq_time(w), tb(w, 2)
+        name = "%s @2: libsf <= 0.65 x sequential" % w
+        if missing(a, s) or not complete(w, 2, "libsf"):
+            goal(name, None, "not measured (libsf %s, seq %s)" % (fmt_s(a), fmt_s(s)))
+        else:
+            goal(name, a <= 0.65 * s, "libsf/seq " + ratio_str(a, s))
+        name = "%s @2: libsf <= 0.25 x oneTBB" % w
+        if missing(a, b) or not complete(w, 2, "libsf"):
+            goal(name, None, "not measured (libsf %s, oneTBB %s)" % (fmt_s(a), fmt_s(b)))
+        else:
+            goal(name, a <= 0.25 * b, "libsf/oneTBB " + ratio_str(a, b))
     # memory per pending future.
     if mem_b:
         goal("<= 64 bytes per pending future", float(mem_b) <= 64, "%s bytes" % mem_b)

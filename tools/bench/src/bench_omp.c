@@ -7,6 +7,9 @@
 #include "common.h"
 
 #include <omp.h>
+#include <stdatomic.h>
+
+#include "classic.h"
 
 #ifndef OMP_RUNTIME_NAME
 #define OMP_RUNTIME_NAME "omp"
@@ -149,6 +152,145 @@ static uint64_t tree(long d)
     return sum;
 }
 
+/* ---- UTS: every node makes a task per child, then taskwait ----------------------- */
+
+static int uts_kind;
+
+static uint64_t uts(uint64_t node)
+{
+    if (P.work)
+        bench_spin(node, P.work);
+    int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
+    uint64_t buf[UTS_MAX_CHILDREN], *res = buf;
+    if (k > UTS_MAX_CHILDREN && !(res = malloc((size_t)k * sizeof *res))) /* the T3 root */
+        exit(3);
+    for (int i = 0; i < k; i++) {
+        uint64_t child = uts_child_node(node, i);
+#pragma omp task firstprivate(child, i) shared(res)
+        res[i] = uts(child);
+    }
+#pragma omp taskwait
+    uint64_t n = 1;
+    for (int i = 0; i < k; i++)
+        n += res[i];
+    if (res != buf)
+        free(res);
+    return n;
+}
+
+/* ---- cilksort ------------------------------------------------------------------------ */
+
+/* Each returns the tasks it made (directly and below). */
+static uint64_t cmerge(const sort_elem *a, long na, const sort_elem *b, long nb, sort_elem *dst)
+{
+    if (na < nb) {
+        const sort_elem *t = a;
+        a = b;
+        b = t;
+        long tn = na;
+        na = nb;
+        nb = tn;
+    }
+    if (na == 0)
+        return 0;
+    if (na + nb < SORT_MERGE_CUTOFF) {
+        sort_merge_seq(a, na, b, nb, dst);
+        return 0;
+    }
+    long ma = na / 2, lb = sort_lower_bound(b, nb, a[ma]);
+    dst[ma + lb] = a[ma];
+    uint64_t r0 = 0, r1 = 0;
+#pragma omp task shared(r0) firstprivate(a, b, ma, lb, dst)
+    r0 = cmerge(a, ma, b, lb, dst);
+#pragma omp task shared(r1) firstprivate(a, b, na, nb, ma, lb, dst)
+    r1 = cmerge(a + ma + 1, na - ma - 1, b + lb, nb - lb, dst + ma + lb + 1);
+#pragma omp taskwait
+    return 2 + r0 + r1;
+}
+
+static uint64_t csort(sort_elem *a, sort_elem *tmp, long n)
+{
+    if (n < SORT_QUICK_CUTOFF) {
+        sort_seq(a, n);
+        return 0;
+    }
+    long q = n / 4;
+    uint64_t r[6] = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        long len = i < 3 ? q : n - 3 * q;
+#pragma omp task shared(r) firstprivate(a, tmp, q, i, len)
+        r[i] = csort(a + i * q, tmp + i * q, len);
+    }
+#pragma omp taskwait
+#pragma omp task shared(r) firstprivate(a, tmp, q)
+    r[4] = cmerge(a, q, a + q, q, tmp);
+#pragma omp task shared(r) firstprivate(a, tmp, q, n)
+    r[5] = cmerge(a + 2 * q, q, a + 3 * q, n - 3 * q, tmp + 2 * q);
+#pragma omp taskwait
+    uint64_t t = 6 + r[0] + r[1] + r[2] + r[3] + r[4] + r[5];
+    return t + cmerge(tmp, 2 * q, tmp + 2 * q, n - 2 * q, a);
+}
+
+/* ---- matmul: two phases of 4 quadrant products ------------------------------------------ */
+
+static void matmul(double *c, const double *a, const double *b, long n)
+{
+    if (n <= MM_BASE) {
+        mm_base(c, a, b, n, MM_LD(P.size));
+        return;
+    }
+    for (int phase = 0; phase < 2; phase++) {
+        for (int q = 0; q < 4; q++) {
+            double *cq;
+            const double *aq, *bq;
+            mm_quadrant(c, a, b, n, MM_LD(P.size), phase, q, &cq, &aq, &bq);
+#pragma omp task firstprivate(cq, aq, bq, n)
+            matmul(cq, aq, bq, n / 2);
+        }
+#pragma omp taskwait
+    }
+}
+
+/* ---- knapsack: "take" and "skip" as tasks, a shared best (CAS-max) --------------------- */
+
+static struct ks_item ks_items[KS_MAX_ITEMS];
+/* Relaxed: a monotone pruning hint; the final read follows every taskwait. */
+static _Atomic long ks_best;
+
+static void ks_improve(long v)
+{
+    long b = atomic_load_explicit(&ks_best, memory_order_relaxed);
+    while (v > b && !atomic_compare_exchange_weak_explicit(&ks_best, &b, v, memory_order_relaxed,
+                                                           memory_order_relaxed))
+        ;
+}
+
+/* Returns the tasks made below this node. */
+static uint64_t knapsack(long i, long c, long v)
+{
+    ks_improve(v);
+    if (i == P.items ||
+        ks_bound(ks_items, i, c, v) <= atomic_load_explicit(&ks_best, memory_order_relaxed))
+        return 0;
+    const struct ks_item *it = &ks_items[i];
+    uint64_t rt = 0, rs = 0;
+    /*
+     * "skip" is spawned first so that a thread that defers the tasks and
+     * takes its newest first (libgomp at any count, libomp at 2+) visits
+     * "take" first, as the sequential program, libsf and oneTBB do. A team of
+     * one under libomp runs each task as it is made, so it visits "skip"
+     * first and makes several times the nodes: that is its schedule.
+     */
+#pragma omp task shared(rs) firstprivate(i, c, v)
+    rs = 1 + knapsack(i + 1, c, v);
+    if (it->weight <= c) {
+#pragma omp task shared(rt) firstprivate(i, c, v, it)
+        rt = 1 + knapsack(i + 1, c - it->weight, v + it->value);
+    }
+#pragma omp taskwait
+    return rt + rs;
+}
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
@@ -194,6 +336,14 @@ int main(int argc, char **argv)
         kind = 5;
     else if (strcmp(w, "pfor") == 0)
         kind = 6;
+    else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0)
+        kind = 7;
+    else if (strcmp(w, "cilksort") == 0)
+        kind = 8;
+    else if (strcmp(w, "matmul") == 0)
+        kind = 9;
+    else if (strcmp(w, "knapsack") == 0)
+        kind = 10;
     else {
         bench_usage(argv[0]);
         return 64;
@@ -202,6 +352,22 @@ int main(int argc, char **argv)
     uint64_t *pres = NULL;
     if (kind == 6 && !(pres = calloc((size_t)P.items, sizeof *pres)))
         exit(3);
+    /* The classic workloads' inputs, made before the clock starts. */
+    uint64_t uts_root_node = 0, classic_tasks = 0, sort_want = 0;
+    sort_elem *sa = NULL, *stmp = NULL;
+    double *ma = NULL, *mb = NULL, *mc = NULL;
+    long ks_cap = 0;
+    if (kind == 7) {
+        uts_kind = w[5] - '0';
+        uts_root_node = UTS_NODE(uts_root((uint64_t)P.seed), 0);
+    } else if (kind == 8) {
+        sort_setup(P.size, (uint64_t)P.seed, &sa, &stmp, &sort_want);
+    } else if (kind == 9) {
+        mm_setup(P.size, (uint64_t)P.seed, &ma, &mb, &mc);
+    } else if (kind == 10) {
+        ks_cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
+        atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
+    }
     t0 = bench_now();
     /* pfor: the whole team shares the loop (omp for), no single. */
 #pragma omp parallel num_threads(T) if (kind == 6)
@@ -259,6 +425,18 @@ int main(int argc, char **argv)
                 got = r;
                 break;
             }
+            case 7:
+                got = uts(uts_root_node);
+                break;
+            case 8:
+                classic_tasks = csort(sa, stmp, P.size);
+                break;
+            case 9:
+                matmul(mc, ma, mb, P.size);
+                break;
+            case 10:
+                classic_tasks = knapsack(0, ks_cap, 0);
+                break;
             }
         }
     }
@@ -286,9 +464,30 @@ int main(int argc, char **argv)
         want = (uint64_t)P.depth;
         tasks = (uint64_t)P.depth;
         break;
-    default:
+    case 5:
         want = bench_tree_nodes(P.fanout, P.depth);
         tasks = want;
+        break;
+    case 7:
+        want = uts_expect(uts_kind, P.b0, P.q_ppm, P.depth, (uint64_t)P.seed);
+        tasks = got - 1;
+        break;
+    case 8:
+        got = sort_check(sa, P.size);
+        want = sort_want;
+        tasks = classic_tasks;
+        free(sa);
+        free(stmp);
+        break;
+    case 9:
+        mm_check(ma, mb, mc, P.size, &got, &want);
+        tasks = mm_tasks(P.size);
+        mm_free(ma);
+        break;
+    default: /* 10 */
+        got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);
+        want = (uint64_t)ks_expect(ks_items, P.items, ks_cap);
+        tasks = classic_tasks;
         break;
     }
     return bench_report(OMP_RUNTIME_NAME, &P, t1 - t0, tasks, got, want, "");

@@ -6,6 +6,8 @@
  */
 #include "common.h"
 
+#include "classic.h"
+
 /* fib: both recursive results pass through an asm barrier, so gcc can turn
  * neither call into a loop or an accumulator; ~1-2 ns per call. */
 __attribute__((noinline)) static long seq_fib(long n)
@@ -64,6 +66,100 @@ __attribute__((noinline)) static uint64_t seq_tree(long d, const struct bench_pa
     for (long i = 0; i < p->fanout; i++)
         sum += seq_tree(d + 1, p);
     return sum;
+}
+
+/* ---- the classic workloads: the task versions' recursions, plain calls ---- */
+
+static struct bench_params CP; /* parameters of the classic workloads */
+static int uts_kind;
+
+__attribute__((noinline)) static uint64_t seq_uts(uint64_t node)
+{
+    if (CP.work)
+        bench_spin(node, CP.work);
+    int k = uts_children(node, uts_kind, CP.b0, CP.q_ppm, CP.depth);
+    uint64_t n = 1;
+    for (int i = 0; i < k; i++)
+        n += seq_uts(uts_child_node(node, i));
+    return n;
+}
+
+/* Returns the tasks the parallel version makes: 2 per split merge. */
+__attribute__((noinline)) static uint64_t seq_merge(const sort_elem *a, long na,
+                                                    const sort_elem *b, long nb, sort_elem *dst)
+{
+    if (na < nb) {
+        const sort_elem *t = a;
+        a = b;
+        b = t;
+        long tn = na;
+        na = nb;
+        nb = tn;
+    }
+    if (na == 0)
+        return 0;
+    if (na + nb < SORT_MERGE_CUTOFF) {
+        sort_merge_seq(a, na, b, nb, dst);
+        return 0;
+    }
+    long ma = na / 2, lb = sort_lower_bound(b, nb, a[ma]);
+    dst[ma + lb] = a[ma];
+    uint64_t t = 2;
+    t += seq_merge(a, ma, b, lb, dst);
+    t += seq_merge(a + ma + 1, na - ma - 1, b + lb, nb - lb, dst + ma + lb + 1);
+    return t;
+}
+
+/* Returns the tasks the parallel version makes: 4 sorts + 2 merges a split. */
+__attribute__((noinline)) static uint64_t seq_cilksort(sort_elem *a, sort_elem *tmp, long n)
+{
+    if (n < SORT_QUICK_CUTOFF) {
+        sort_seq(a, n);
+        return 0;
+    }
+    long q = n / 4;
+    uint64_t t = 6;
+    t += seq_cilksort(a, tmp, q);
+    t += seq_cilksort(a + q, tmp + q, q);
+    t += seq_cilksort(a + 2 * q, tmp + 2 * q, q);
+    t += seq_cilksort(a + 3 * q, tmp + 3 * q, n - 3 * q);
+    t += seq_merge(a, q, a + q, q, tmp);
+    t += seq_merge(a + 2 * q, q, a + 3 * q, n - 3 * q, tmp + 2 * q);
+    t += seq_merge(tmp, 2 * q, tmp + 2 * q, n - 2 * q, a);
+    return t;
+}
+
+__attribute__((noinline)) static void seq_matmul(double *c, const double *a, const double *b,
+                                                 long n)
+{
+    if (n <= MM_BASE) {
+        mm_base(c, a, b, n, MM_LD(CP.size));
+        return;
+    }
+    for (int phase = 0; phase < 2; phase++)
+        for (int q = 0; q < 4; q++) {
+            double *cq;
+            const double *aq, *bq;
+            mm_quadrant(c, a, b, n, MM_LD(CP.size), phase, q, &cq, &aq, &bq);
+            seq_matmul(cq, aq, bq, n / 2);
+        }
+}
+
+static struct ks_item ks_items[KS_MAX_ITEMS];
+static long ks_best;
+
+/* Returns the nodes below this one (the tasks the parallel version makes). */
+__attribute__((noinline)) static uint64_t seq_knapsack(long i, long c, long v)
+{
+    if (v > ks_best)
+        ks_best = v;
+    if (i == CP.items || ks_bound(ks_items, i, c, v) <= ks_best)
+        return 0;
+    uint64_t t = 0;
+    if (ks_items[i].weight <= c)
+        t += 1 + seq_knapsack(i + 1, c - ks_items[i].weight, v + ks_items[i].value);
+    t += 1 + seq_knapsack(i + 1, c, v);
+    return t;
 }
 
 int main(int argc, char **argv)
@@ -145,6 +241,44 @@ int main(int argc, char **argv)
         t1 = bench_now();
         want = bench_tree_nodes(p.fanout, p.depth);
         tasks = want;
+    } else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0) {
+        CP = p;
+        uts_kind = w[5] - '0';
+        uint64_t root = UTS_NODE(uts_root((uint64_t)p.seed), 0);
+        t0 = bench_now();
+        got = seq_uts(root);
+        t1 = bench_now();
+        want = uts_expect(uts_kind, p.b0, p.q_ppm, p.depth, (uint64_t)p.seed);
+        tasks = got - 1; /* every node but the root */
+    } else if (strcmp(w, "cilksort") == 0) {
+        CP = p;
+        sort_elem *a, *tmp;
+        sort_setup(p.size, (uint64_t)p.seed, &a, &tmp, &want);
+        t0 = bench_now();
+        tasks = seq_cilksort(a, tmp, p.size);
+        t1 = bench_now();
+        got = sort_check(a, p.size);
+        free(a);
+        free(tmp);
+    } else if (strcmp(w, "matmul") == 0) {
+        CP = p;
+        double *a, *b, *c;
+        mm_setup(p.size, (uint64_t)p.seed, &a, &b, &c);
+        t0 = bench_now();
+        seq_matmul(c, a, b, p.size);
+        t1 = bench_now();
+        mm_check(a, b, c, p.size, &got, &want);
+        tasks = mm_tasks(p.size);
+        mm_free(a);
+    } else if (strcmp(w, "knapsack") == 0) {
+        CP = p;
+        long cap = ks_instance(ks_items, p.items, (uint64_t)p.seed);
+        ks_best = 0;
+        t0 = bench_now();
+        tasks = seq_knapsack(0, cap, 0);
+        t1 = bench_now();
+        got = (uint64_t)ks_best;
+        want = (uint64_t)ks_expect(ks_items, p.items, cap);
     } else {
         bench_usage(argv[0]);
         return 64;

@@ -11,6 +11,10 @@
 
 #include "sf.h"
 
+#include <stdatomic.h>
+
+#include "classic.h"
+
 static struct bench_params P;
 
 static void die_do(void)
@@ -208,6 +212,173 @@ static uint64_t get_release(sf_future *f)
     return r;
 }
 
+/* ---- UTS: every node sf_does all its children, then gets them in order ---- */
+
+static int uts_kind;
+
+static void *uts(void *arg)
+{
+    uint64_t node = (uint64_t)(uintptr_t)arg;
+    if (P.work)
+        bench_spin(node, P.work);
+    int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
+    sf_future *buf[UTS_MAX_CHILDREN], **c = buf;
+    if (k > UTS_MAX_CHILDREN && !(c = malloc((size_t)k * sizeof *c))) /* the T3 root */
+        exit(3);
+    for (int i = 0; i < k; i++)
+        c[i] = do_or_die(uts, (void *)(uintptr_t)uts_child_node(node, i));
+    uint64_t n = 1;
+    for (int i = 0; i < k; i++)
+        n += get_release(c[i]);
+    if (c != buf)
+        free(c);
+    return (void *)(uintptr_t)n;
+}
+
+/* ---- cilksort: 4 quarter sorts, 2 merges, 1 merge; merges split in 2 ------ */
+/* A job lives in its parent's frame: the parent gets it before returning. */
+
+struct merge_job {
+    const sort_elem *a, *b;
+    long na, nb;
+    sort_elem *dst;
+};
+
+struct sort_job {
+    sort_elem *a, *tmp;
+    long n;
+};
+
+/* Each returns the tasks it made (directly and below). */
+static void *cmerge(void *arg)
+{
+    struct merge_job j = *(struct merge_job *)arg;
+    if (j.na < j.nb) {
+        const sort_elem *t = j.a;
+        j.a = j.b;
+        j.b = t;
+        long tn = j.na;
+        j.na = j.nb;
+        j.nb = tn;
+    }
+    if (j.na == 0)
+        return (void *)0;
+    if (j.na + j.nb < SORT_MERGE_CUTOFF) {
+        sort_merge_seq(j.a, j.na, j.b, j.nb, j.dst);
+        return (void *)0;
+    }
+    long ma = j.na / 2, lb = sort_lower_bound(j.b, j.nb, j.a[ma]);
+    j.dst[ma + lb] = j.a[ma];
+    struct merge_job lo = {j.a, j.b, ma, lb, j.dst};
+    struct merge_job hi = {j.a + ma + 1, j.b + lb, j.na - ma - 1, j.nb - lb, j.dst + ma + lb + 1};
+    sf_future *f0 = do_or_die(cmerge, &lo), *f1 = do_or_die(cmerge, &hi);
+    uint64_t t = 2 + get_release(f0);
+    t += get_release(f1);
+    return (void *)(uintptr_t)t;
+}
+
+static void *csort(void *arg)
+{
+    struct sort_job j = *(struct sort_job *)arg;
+    if (j.n < SORT_QUICK_CUTOFF) {
+        sort_seq(j.a, j.n);
+        return (void *)0;
+    }
+    long q = j.n / 4;
+    struct sort_job s[4] = {{j.a, j.tmp, q},
+                            {j.a + q, j.tmp + q, q},
+                            {j.a + 2 * q, j.tmp + 2 * q, q},
+                            {j.a + 3 * q, j.tmp + 3 * q, j.n - 3 * q}};
+    sf_future *f[4];
+    for (int i = 0; i < 4; i++)
+        f[i] = do_or_die(csort, &s[i]);
+    uint64_t t = 6;
+    for (int i = 0; i < 4; i++)
+        t += get_release(f[i]);
+    struct merge_job m0 = {j.a, j.a + q, q, q, j.tmp};
+    struct merge_job m1 = {j.a + 2 * q, j.a + 3 * q, q, j.n - 3 * q, j.tmp + 2 * q};
+    f[0] = do_or_die(cmerge, &m0);
+    f[1] = do_or_die(cmerge, &m1);
+    t += get_release(f[0]);
+    t += get_release(f[1]);
+    struct merge_job all = {j.tmp, j.tmp + 2 * q, 2 * q, j.n - 2 * q, j.a};
+    t += (uint64_t)(uintptr_t)cmerge(&all);
+    return (void *)(uintptr_t)t;
+}
+
+/* ---- matmul: two phases of 4 quadrant products ------------------------------ */
+
+struct mm_job {
+    double *c;
+    const double *a, *b;
+    long n;
+};
+
+static void *matmul(void *arg)
+{
+    struct mm_job *j = arg;
+    if (j->n <= MM_BASE) {
+        mm_base(j->c, j->a, j->b, j->n, MM_LD(P.size));
+        return NULL;
+    }
+    for (int phase = 0; phase < 2; phase++) {
+        struct mm_job s[4];
+        sf_future *f[4];
+        for (int q = 0; q < 4; q++) {
+            mm_quadrant(j->c, j->a, j->b, j->n, MM_LD(P.size), phase, q, &s[q].c, &s[q].a,
+                        &s[q].b);
+            s[q].n = j->n / 2;
+            f[q] = do_or_die(matmul, &s[q]);
+        }
+        for (int q = 0; q < 4; q++)
+            get_release(f[q]);
+    }
+    return NULL;
+}
+
+/* ---- knapsack: "take" and "skip" as tasks, a shared best ------------------- */
+
+static struct ks_item ks_items[KS_MAX_ITEMS];
+/*
+ * The best value found so far. Relaxed everywhere: it is only a pruning
+ * hint, monotone (CAS-max), and a stale read only prunes less; the final
+ * value is read after every task was got, and each sf_get orders the task's
+ * writes before the getter's reads.
+ */
+static _Atomic long ks_best;
+
+static void ks_improve(long v)
+{
+    long b = atomic_load_explicit(&ks_best, memory_order_relaxed);
+    while (v > b && !atomic_compare_exchange_weak_explicit(&ks_best, &b, v, memory_order_relaxed,
+                                                           memory_order_relaxed))
+        ;
+}
+
+struct ks_job {
+    long i, c, v;
+};
+
+/* Returns the tasks made below this node. */
+static void *knapsack(void *arg)
+{
+    struct ks_job j = *(struct ks_job *)arg;
+    ks_improve(j.v);
+    if (j.i == P.items ||
+        ks_bound(ks_items, j.i, j.c, j.v) <= atomic_load_explicit(&ks_best, memory_order_relaxed))
+        return (void *)0;
+    const struct ks_item *it = &ks_items[j.i];
+    struct ks_job take = {j.i + 1, j.c - it->weight, j.v + it->value};
+    struct ks_job skip = {j.i + 1, j.c, j.v};
+    sf_future *ft = it->weight <= j.c ? do_or_die(knapsack, &take) : NULL;
+    sf_future *fs = do_or_die(knapsack, &skip);
+    uint64_t t = 0;
+    if (ft) /* got in order: take, then skip */
+        t += 1 + get_release(ft);
+    t += 1 + get_release(fs);
+    return (void *)(uintptr_t)t;
+}
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
@@ -280,6 +451,43 @@ int main(int argc, char **argv)
         t1 = bench_now();
         want = bench_tree_nodes(P.fanout, P.depth);
         tasks = want;
+    } else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0) {
+        uts_kind = w[5] - '0';
+        uint64_t root = UTS_NODE(uts_root((uint64_t)P.seed), 0);
+        t0 = bench_now();
+        got = (uint64_t)(uintptr_t)uts((void *)(uintptr_t)root);
+        t1 = bench_now();
+        want = uts_expect(uts_kind, P.b0, P.q_ppm, P.depth, (uint64_t)P.seed);
+        tasks = got - 1;
+    } else if (strcmp(w, "cilksort") == 0) {
+        sort_elem *a, *tmp;
+        sort_setup(P.size, (uint64_t)P.seed, &a, &tmp, &want);
+        struct sort_job all = {a, tmp, P.size};
+        t0 = bench_now();
+        tasks = (uint64_t)(uintptr_t)csort(&all);
+        t1 = bench_now();
+        got = sort_check(a, P.size);
+        free(a);
+        free(tmp);
+    } else if (strcmp(w, "matmul") == 0) {
+        double *a, *b, *c;
+        mm_setup(P.size, (uint64_t)P.seed, &a, &b, &c);
+        struct mm_job all = {c, a, b, P.size};
+        t0 = bench_now();
+        matmul(&all);
+        t1 = bench_now();
+        mm_check(a, b, c, P.size, &got, &want);
+        tasks = mm_tasks(P.size);
+        mm_free(a);
+    } else if (strcmp(w, "knapsack") == 0) {
+        long cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
+        struct ks_job root = {0, cap, 0};
+        atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
+        t0 = bench_now();
+        tasks = (uint64_t)(uintptr_t)knapsack(&root);
+        t1 = bench_now();
+        got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);
+        want = (uint64_t)ks_expect(ks_items, P.items, cap);
     } else {
         bench_usage(argv[0]);
         return 64;

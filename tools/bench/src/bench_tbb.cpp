@@ -6,7 +6,10 @@
  */
 #include "common.h"
 
+#include "classic.h"
+
 #include <atomic>
+#include <utility>
 #include <vector>
 
 #if __has_include(<oneapi/tbb/task_group.h>)
@@ -178,6 +181,137 @@ static uint64_t tree(long d)
     return sum;
 }
 
+/* ---- UTS: every node runs all its children in one task_group, waits ------- */
+
+static int uts_kind;
+
+static uint64_t uts(uint64_t node)
+{
+    if (P.work)
+        bench_spin(node, P.work);
+    int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
+    uint64_t buf[UTS_MAX_CHILDREN];
+    std::vector<uint64_t> big;
+    uint64_t *res = buf;
+    if (k > UTS_MAX_CHILDREN) { /* the T3 root */
+        big.resize((size_t)k);
+        res = big.data();
+    }
+    tbb::task_group g;
+    for (int i = 0; i < k; i++) {
+        uint64_t *slot = &res[i];
+        uint64_t child = uts_child_node(node, i);
+        g.run([slot, child] { *slot = uts(child); });
+    }
+    g.wait();
+    uint64_t n = 1;
+    for (int i = 0; i < k; i++)
+        n += res[i];
+    return n;
+}
+
+/* ---- cilksort ------------------------------------------------------------------- */
+
+/* Each returns the tasks it made (directly and below). */
+static uint64_t cmerge(const sort_elem *a, long na, const sort_elem *b, long nb, sort_elem *dst)
+{
+    if (na < nb) {
+        std::swap(a, b);
+        std::swap(na, nb);
+    }
+    if (na == 0)
+        return 0;
+    if (na + nb < SORT_MERGE_CUTOFF) {
+        sort_merge_seq(a, na, b, nb, dst);
+        return 0;
+    }
+    long ma = na / 2, lb = sort_lower_bound(b, nb, a[ma]);
+    dst[ma + lb] = a[ma];
+    uint64_t r0 = 0, r1 = 0;
+    tbb::task_group g;
+    g.run([&] { r0 = cmerge(a, ma, b, lb, dst); });
+    g.run([&] { r1 = cmerge(a + ma + 1, na - ma - 1, b + lb, nb - lb, dst + ma + lb + 1); });
+    g.wait();
+    return 2 + r0 + r1;
+}
+
+static uint64_t csort(sort_elem *a, sort_elem *tmp, long n)
+{
+    if (n < SORT_QUICK_CUTOFF) {
+        sort_seq(a, n);
+        return 0;
+    }
+    long q = n / 4;
+    uint64_t r[6] = {0, 0, 0, 0, 0, 0};
+    tbb::task_group g;
+    g.run([&] { r[0] = csort(a, tmp, q); });
+    g.run([&] { r[1] = csort(a + q, tmp + q, q); });
+    g.run([&] { r[2] = csort(a + 2 * q, tmp + 2 * q, q); });
+    g.run([&] { r[3] = csort(a + 3 * q, tmp + 3 * q, n - 3 * q); });
+    g.wait();
+    g.run([&] { r[4] = cmerge(a, q, a + q, q, tmp); });
+    g.run([&] { r[5] = cmerge(a + 2 * q, q, a + 3 * q, n - 3 * q, tmp + 2 * q); });
+    g.wait();
+    uint64_t t = 6 + r[0] + r[1] + r[2] + r[3] + r[4] + r[5];
+    return t + cmerge(tmp, 2 * q, tmp + 2 * q, n - 2 * q, a);
+}
+
+/* ---- matmul: two phases of 4 quadrant products -------------------------------------- */
+
+static void matmul(double *c, const double *a, const double *b, long n)
+{
+    if (n <= MM_BASE) {
+        mm_base(c, a, b, n, MM_LD(P.size));
+        return;
+    }
+    for (int phase = 0; phase < 2; phase++) {
+        tbb::task_group g;
+        for (int q = 0; q < 4; q++) {
+            double *cq;
+            const double *aq, *bq;
+            mm_quadrant(c, a, b, n, MM_LD(P.size), phase, q, &cq, &aq, &bq);
+            g.run([cq, aq, bq, n] { matmul(cq, aq, bq, n / 2); });
+        }
+        g.wait();
+    }
+}
+
+/* ---- knapsack: "take" and "skip" as tasks, a shared best (CAS-max) ----------------- */
+
+static ks_item ks_items[KS_MAX_ITEMS];
+/* Relaxed: a monotone pruning hint; the final read follows every wait. */
+static std::atomic<long> ks_best{0};
+
+static void ks_improve(long v)
+{
+    long b = ks_best.load(std::memory_order_relaxed);
+    while (v > b && !ks_best.compare_exchange_weak(b, v, std::memory_order_relaxed))
+        ;
+}
+
+/* Returns the tasks made below this node. */
+static uint64_t knapsack(long i, long c, long v)
+{
+    ks_improve(v);
+    if (i == P.items || ks_bound(ks_items, i, c, v) <= ks_best.load(std::memory_order_relaxed))
+        return 0;
+    const ks_item *it = &ks_items[i];
+    uint64_t rt = 0, rs = 0;
+    bool take = it->weight <= c;
+    /*
+     * "skip" is run first so that wait(), which takes the newest task of the
+     * group first, visits "take" first, as the sequential program and libsf
+     * (sf_get of take) do: spawned the other way round, a lone oneTBB thread
+     * searches "skip" first, finds good values late and visits ~4 x the nodes.
+     */
+    tbb::task_group g;
+    g.run([&] { rs = 1 + knapsack(i + 1, c, v); });
+    if (take)
+        g.run([&] { rt = 1 + knapsack(i + 1, c - it->weight, v + it->value); });
+    g.wait();
+    return rt + rs;
+}
+
 template <class F> static uint64_t as_task(F f)
 {
     uint64_t r = 0;
@@ -249,6 +383,40 @@ int main(int argc, char **argv)
         t1 = bench_now();
         want = bench_tree_nodes(P.fanout, P.depth);
         tasks = want;
+    } else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0) {
+        uts_kind = w[5] - '0';
+        uint64_t root = UTS_NODE(uts_root((uint64_t)P.seed), 0);
+        t0 = bench_now();
+        got = uts(root);
+        t1 = bench_now();
+        want = uts_expect(uts_kind, P.b0, P.q_ppm, P.depth, (uint64_t)P.seed);
+        tasks = got - 1;
+    } else if (strcmp(w, "cilksort") == 0) {
+        sort_elem *a, *tmp;
+        sort_setup(P.size, (uint64_t)P.seed, &a, &tmp, &want);
+        t0 = bench_now();
+        tasks = csort(a, tmp, P.size);
+        t1 = bench_now();
+        got = sort_check(a, P.size);
+        free(a);
+        free(tmp);
+    } else if (strcmp(w, "matmul") == 0) {
+        double *a, *b, *c;
+        mm_setup(P.size, (uint64_t)P.seed, &a, &b, &c);
+        t0 = bench_now();
+        matmul(c, a, b, P.size);
+        t1 = bench_now();
+        mm_check(a, b, c, P.size, &got, &want);
+        tasks = mm_tasks(P.size);
+        mm_free(a);
+    } else if (strcmp(w, "knapsack") == 0) {
+        long cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
+        ks_best.store(0, std::memory_order_relaxed);
+        t0 = bench_now();
+        tasks = knapsack(0, cap, 0);
+        t1 = bench_now();
+        got = (uint64_t)ks_best.load(std::memory_order_relaxed);
+        want = (uint64_t)ks_expect(ks_items, P.items, cap);
     } else {
         bench_usage(argv[0]);
         return 64;

@@ -36,6 +36,16 @@
  *   chain    depth=10000 iters=W     a chain of nested gets depth deep
  *   tree     fanout=8 depth=6 iters=W  every node gets its fanout children;
  *                                    leaves at depth `depth` (root = 0)
+ *   uts-t1   depth=10 seed=199 work=0
+ *                                    UTS geometric tree (mean 4 children, none
+ *                                    at depth `depth`), every node `work` spin
+ *                                    iterations; see classic.h
+ *   uts-t3   b0=4000 q_ppm=124875 seed=16 work=0
+ *                                    UTS binomial tree (root b0 children, the
+ *                                    others 8 with probability q_ppm / 10^6)
+ *   cilksort size=10000000 seed=1    cilksort of `size` 32-bit ints
+ *   matmul   size=1024 seed=1        recursive C += A B, size = 64 x 2^k
+ *   knapsack items=33 seed=1         0/1 knapsack branch and bound (items <= 40)
  *   calib                            (bench_seq only) prints ns per spin iteration
  */
 #ifndef BENCH_COMMON_H
@@ -66,6 +76,11 @@ struct bench_params {
     long fanout;      /* tree */
     long shape;       /* pfor: 0 uneven, 1 skewed */
     long part;        /* pfor: 0 dynamic, 1 static (see above) */
+    long seed;        /* uts-t1, uts-t3, cilksort, matmul, knapsack */
+    long b0;          /* uts-t3: children of the root */
+    long q_ppm;       /* uts-t3: probability (ppm) that a node has 8 children */
+    long work;        /* uts-t1, uts-t3: spin iterations per node */
+    long size;        /* cilksort: elements; matmul: matrix side */
 };
 
 /*
@@ -101,8 +116,10 @@ static BENCH_UNUSED long bench_maxrss_kb(void)
 static BENCH_UNUSED void bench_usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree threads=N [key=value...]\n"
-            "keys: n outer inner iters items short long_factor depth fanout shape part\n",
+            "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree|uts-t1|uts-t3|cilksort|matmul|"
+            "knapsack threads=N [key=value...]\n"
+            "keys: n outer inner iters items short long_factor depth fanout shape part seed b0 "
+            "q_ppm work size\n",
             prog);
     exit(64);
 }
@@ -115,11 +132,16 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     p->outer = 10000;
     p->inner = 100;
     p->iters = 200;
-    p->items = 200;
+    p->items = -1;
     p->short_iters = 700000;
     p->long_factor = 5;
     p->depth = -1;
     p->fanout = 8;
+    p->seed = -1;
+    p->b0 = 4000;
+    p->q_ppm = 124875;
+    p->work = 0;
+    p->size = -1;
     if (argc < 2)
         bench_usage(argv[0]);
     p->workload = argv[1];
@@ -155,13 +177,41 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         BENCH_KEY("fanout", fanout)
         BENCH_KEY("shape", shape)
         BENCH_KEY("part", part)
+        BENCH_KEY("seed", seed)
+        BENCH_KEY("b0", b0)
+        BENCH_KEY("q_ppm", q_ppm)
+        BENCH_KEY("work", work)
+        BENCH_KEY("size", size)
 #undef BENCH_KEY
         bench_usage(argv[0]);
     }
     if (p->n < 0)
         p->n = strcmp(p->workload, "nqueens") == 0 ? 13 : 32;
+    const char *w = p->workload;
     if (p->depth < 0)
-        p->depth = strcmp(p->workload, "chain") == 0 ? 10000 : 6;
+        p->depth = strcmp(w, "chain") == 0 ? 10000 : strcmp(w, "uts-t1") == 0 ? 10 : 6;
+    if (p->items < 0)
+        p->items = strcmp(w, "knapsack") == 0 ? 33 : 200;
+    if (p->seed < 0)
+        p->seed = strcmp(w, "uts-t1") == 0 ? 199 : strcmp(w, "uts-t3") == 0 ? 16 : 1;
+    if (p->size < 0)
+        p->size = strcmp(w, "matmul") == 0 ? 1024 : 10000000;
+    /* uts-t1 keeps the depth in 8 bits of a node (classic.h UTS_NODE). */
+    if (strcmp(w, "uts-t1") == 0 && p->depth > 250)
+        bench_usage(argv[0]);
+    if (strcmp(w, "uts-t3") == 0 && (p->b0 < 1 || p->q_ppm > 1000000))
+        bench_usage(argv[0]);
+    if (strcmp(w, "knapsack") == 0 && (p->items < 1 || p->items > 40))
+        bench_usage(argv[0]);
+    if (strcmp(w, "cilksort") == 0 && p->size < 1)
+        bench_usage(argv[0]);
+    if (strcmp(w, "matmul") == 0) {
+        long m = p->size;
+        while (m > 64 && m % 2 == 0)
+            m /= 2;
+        if (m != 64 || p->size > 16384) /* 64 x 2^k: the quadrants halve down to the base */
+            bench_usage(argv[0]);
+    }
     if (strcmp(p->workload, "nqueens") == 0 && (p->n < 1 || p->n > 16))
         bench_usage(argv[0]);
     if (strcmp(p->workload, "fib") == 0 && p->n > 80)
