@@ -17,3 +17,18 @@ samples_nqueens_search_LDADD = libsf.la
 # schedule cannot change it (SF_THREADS=1), its invariants elsewhere.
 TESTS += samples/test-nqueens_search.sh
 EXTRA_DIST += samples/test-nqueens_search.sh
+
+# The audio samples (README "Samples"): samples/audio holds the parallel FFT
+# they share, built once into a convenience library.
+noinst_LTLIBRARIES += samples/audio/libsfaudio.la
+samples_audio_libsfaudio_la_SOURCES = \
+	samples/audio/fft.h samples/audio/fft.c
+samples_audio_libsfaudio_la_LIBADD = libsf.la -lm
+
+# make check: the FFT against FFTW (its cases SKIP without FFTW) and a direct
+# DFT; TAP from the program itself.
+check_PROGRAMS += samples/audio/test_fft
+TESTS += samples/audio/test_fft
+samples_audio_test_fft_SOURCES = samples/audio/test_fft.c
+samples_audio_test_fft_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW_CFLAGS)
+samples_audio_test_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_LIBS)
