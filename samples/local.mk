@@ -18,12 +18,20 @@ samples_nqueens_search_LDADD = libsf.la
 TESTS += samples/test-nqueens_search.sh
 EXTRA_DIST += samples/test-nqueens_search.sh
 
-# The audio samples (README "Samples"): samples/audio holds the parallel FFT
-# they share, built once into a convenience library.
+# The audio samples (README "Samples"): samples/audio holds the parallel FFT,
+# the convolution reverb and the WAV writer they share, built once into a
+# convenience library.
 noinst_LTLIBRARIES += samples/audio/libsfaudio.la
 samples_audio_libsfaudio_la_SOURCES = \
-	samples/audio/fft.h samples/audio/fft.c
+	samples/audio/fft.h samples/audio/fft.c \
+	samples/audio/reverb.h samples/audio/reverb.c \
+	samples/audio/wav.h samples/audio/wav.c
 samples_audio_libsfaudio_la_LIBADD = libsf.la -lm
+
+noinst_PROGRAMS += samples/reverb
+samples_reverb_SOURCES = samples/reverb.c
+samples_reverb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
+samples_reverb_LDADD = samples/audio/libsfaudio.la
 
 # make check: the FFT against FFTW (its cases SKIP without FFTW) and a direct
 # DFT; TAP from the program itself.
@@ -32,3 +40,10 @@ TESTS += samples/audio/test_fft
 samples_audio_test_fft_SOURCES = samples/audio/test_fft.c
 samples_audio_test_fft_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW_CFLAGS)
 samples_audio_test_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_LIBS)
+
+# The convolution against a direct computation, bit-identical to the plain
+# loop at 1, 2 and 4 threads; failures.
+check_PROGRAMS += samples/audio/test_reverb
+TESTS += samples/audio/test_reverb
+samples_audio_test_reverb_SOURCES = samples/audio/test_reverb.c
+samples_audio_test_reverb_LDADD = samples/audio/libsfaudio.la
