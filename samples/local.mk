@@ -25,10 +25,14 @@ noinst_LTLIBRARIES += samples/audio/libsfaudio.la
 samples_audio_libsfaudio_la_SOURCES = \
 	samples/audio/fft.h samples/audio/fft.c \
 	samples/audio/reverb.h samples/audio/reverb.c \
+	samples/audio/granular.h samples/audio/granular.c \
 	samples/audio/wav.h samples/audio/wav.c
 samples_audio_libsfaudio_la_LIBADD = libsf.la -lm
 
-noinst_PROGRAMS += samples/reverb
+noinst_PROGRAMS += samples/reverb samples/granular
+samples_granular_SOURCES = samples/granular.c
+samples_granular_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
+samples_granular_LDADD = samples/audio/libsfaudio.la
 samples_reverb_SOURCES = samples/reverb.c
 samples_reverb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_reverb_LDADD = samples/audio/libsfaudio.la
