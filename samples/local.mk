@@ -29,7 +29,10 @@ samples_audio_libsfaudio_la_SOURCES = \
 	samples/audio/wav.h samples/audio/wav.c
 samples_audio_libsfaudio_la_LIBADD = libsf.la -lm
 
-noinst_PROGRAMS += samples/reverb samples/granular
+noinst_PROGRAMS += samples/reverb samples/granular samples/sfpiece
+samples_sfpiece_SOURCES = samples/sfpiece.c
+samples_sfpiece_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
+samples_sfpiece_LDADD = samples/audio/libsfaudio.la
 samples_granular_SOURCES = samples/granular.c
 samples_granular_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_granular_LDADD = samples/audio/libsfaudio.la
@@ -51,3 +54,8 @@ check_PROGRAMS += samples/audio/test_reverb
 TESTS += samples/audio/test_reverb
 samples_audio_test_reverb_SOURCES = samples/audio/test_reverb.c
 samples_audio_test_reverb_LDADD = samples/audio/libsfaudio.la
+
+# The granular WAV (byte-identical at 1, 2, 4 threads, header fields, sox
+# --i) and sfpiece's (the same, default path, summary line, errors).
+TESTS += samples/test-audio.sh
+EXTRA_DIST += samples/test-audio.sh
