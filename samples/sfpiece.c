@@ -76,9 +76,15 @@ static int write_block(void *ctx, size_t first, const fft_cplx *y, size_t n)
     return wav_write(&s->w, s->buf, n) != 0;
 }
 
+/* Called in order from the writing thread: a line rewritten when the
+ * percentage changes, erased at the end. */
 static void progress(size_t done, size_t total)
 {
-    fprintf(stderr, "\rsfpiece: %3zu%%", done * 100 / total);
+    static size_t shown = (size_t)-1;
+    size_t pct = done * 100 / total;
+    if (pct != shown)
+        fprintf(stderr, "\rsfpiece: %3zu%%", pct);
+    shown = pct;
     if (done == total)
         fprintf(stderr, "\r             \r");
 }

@@ -15,9 +15,14 @@
  * here is got here before the frame returns (tree-shaped fork-join, so no get
  * can stall: see sf.h, "Help-first waiting").
  *
- * Cutoff: measured with tools/bench/bench_fft at 2^20 points on the 2-vCPU
- * development VM, 1024..65536 at 2 threads: 4096 is as fast as any larger
- * one and a task of 4096 points (~50 us) costs well under 1% in scheduling.
+ * Cutoff: 4096 points. A task of 4096 points is ~50 us of work against
+ * well under 1 us of scheduling, and 2^20 points still make 256 leaf tasks
+ * to balance two threads, so anywhere from 1024 to 16384 should do. The
+ * sweep that would pick it by measurement (tools/bench/bench_fft cutoff:
+ * 256 .. 65536 at 1 and 2 threads) could not tell them apart on the shared
+ * 2-vCPU development VM (load average 2.5-3.7 from other jobs: spreads of
+ * +-30% between repetitions); rerun it on a quiet machine before changing
+ * FFT_DEFAULT_CUTOFF. The reverb's 8192-point transforms split once.
  *
  * Exactness: every output element is the same sequence of floating-point
  * operations whatever the cutoff and whichever thread runs which task, so the

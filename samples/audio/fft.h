@@ -27,8 +27,8 @@ typedef double complex fft_cplx;
 
 typedef struct fft_plan fft_plan;
 
-/* The cutoff measured on the development VM (see fft.c): transforms and
- * butterfly passes of fewer points run sequentially. */
+/* The default cutoff (why this one: fft.c): transforms and butterfly passes
+ * of fewer points run sequentially. */
 #define FFT_DEFAULT_CUTOFF 4096
 
 /* A plan for sizes up to n (a power of two >= 2). cutoff: sizes below it run
