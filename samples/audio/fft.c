@@ -1,19 +1,22 @@
 /*
  * fft.c - recursive radix-2 FFT whose halves are libsf tasks (see fft.h).
  *
- * Algorithm: decimation in time, out of place. A transform of n points reads
- * its input with a stride (the even samples of its parent are every other
- * one): out[0, n/2) gets the DFT of the even samples, out[n/2, n) that of the
- * odd ones, then n/2 butterflies combine them with the twiddles w^k,
- * w = e^(-2 pi i / n), taken from the plan's table at stride plan_n / n.
- * Sizes 2 and 4 are written out.
+ * Algorithm: decimation in time, out of place, radix 4. A transform of n
+ * points reads its input with a stride (every fourth sample of its parent's):
+ * out's four quarters get the DFTs of the samples r, r + 4, r + 8, ... for
+ * r = 0..3, then n/4 radix-4 butterflies combine them in place with the
+ * twiddles w^k, w^2k, w^3k, w = e^(-2 pi i / n), taken from the plan's table
+ * at stride plan_n / n. Half the passes over the data of radix 2, and a
+ * quarter of its recursive calls. 8 points take one radix-2 step (two
+ * 4-point halves); sizes 2 and 4 are written out.
  *
- * Parallelism: at n >= cutoff the even half is an sf_do task, the odd half
- * runs here, then the sf_get; the butterfly pass over [0, n/2) splits in two
- * tasks the same way while a part holds at least cutoff/2 butterflies. The
- * task arguments live in this frame, which outlives them: every task made
- * here is got here before the frame returns (tree-shaped fork-join, so no get
- * can stall: see sf.h, "Help-first waiting").
+ * Parallelism: at n >= cutoff three quarters are sf_do tasks while the
+ * calling thread does the fourth, then it gets them (newest first: the
+ * fork-join fast path); the butterfly pass over [0, n/4) splits in two tasks
+ * the same way while a part holds at least cutoff points. The task
+ * arguments live in this frame, which outlives them: every task made here is
+ * got here before the frame returns (tree-shaped fork-join, so no get can
+ * stall: see sf.h, "Help-first waiting").
  *
  * Cutoff: 4096 points. A task of 4096 points is ~50 us of work against
  * well under 1 us of scheduling, and 2^20 points still make 256 leaf tasks
@@ -41,7 +44,8 @@
 struct fft_plan {
     size_t n;      /* the largest size; a power of two */
     size_t cutoff; /* sizes below it: no task */
-    fft_cplx *w;   /* n/2 twiddles, w[k] = e^(-2 pi i k / n) */
+    fft_cplx *w;   /* 3n/4 twiddles, w[k] = e^(-2 pi i k / n): radix 4 needs
+                    * w^3k for k < n/4 */
 };
 
 static int is_pow2(size_t n)
@@ -62,7 +66,8 @@ fft_plan *fft_plan_new(size_t n, size_t cutoff)
     p->cutoff = cutoff == 0 ? FFT_DEFAULT_CUTOFF : cutoff;
     if (p->cutoff < 8)
         p->cutoff = 8; /* a task must at least hold a size-4 half */
-    p->w = malloc(n / 2 * sizeof *p->w);
+    const size_t nw = n / 4 * 3 > 1 ? n / 4 * 3 : 1;
+    p->w = malloc(nw * sizeof *p->w);
     if (p->w == NULL) {
         free(p);
         return NULL;
@@ -70,7 +75,7 @@ fft_plan *fft_plan_new(size_t n, size_t cutoff)
     /* Each twiddle straight from cos/sin (no recurrence), so each is within
      * an ulp or so and the error of the transform grows only as log n. */
     const double step = -2.0 * M_PI / (double)n;
-    for (size_t k = 0; k < n / 2; k++)
+    for (size_t k = 0; k < nw; k++)
         p->w[k] = CMPLX(cos(step * (double)k), sin(step * (double)k));
     return p;
 }
@@ -141,13 +146,37 @@ static void butterflies(const struct job *j, size_t lo, size_t hi)
     }
 }
 
+/* The radix-4 butterflies [lo, hi) of [0, n/4): out's quarters hold F0..F3;
+ * with A = F0[k], B = w^k F1[k], C = w^2k F2[k], D = w^3k F3[k] and
+ * J = e^(s i pi / 2) = s i, X[k + q n/4] = A + J^q B + J^2q C + J^3q D. */
+static void butterflies4(const struct job *j, size_t lo, size_t hi)
+{
+    const fft_cplx *w = j->p->w;
+    const size_t q = j->n / 4, ws = j->ws;
+    fft_cplx *o0 = j->out, *o1 = o0 + q, *o2 = o1 + q, *o3 = o2 + q;
+    const double s = j->s, c = -j->s; /* c conjugates the forward table */
+    for (size_t k = lo; k < hi; k++) {
+        fft_cplx w1 = w[k * ws], w2 = w[2 * k * ws], w3 = w[3 * k * ws];
+        fft_cplx a = o0[k];
+        fft_cplx b = cmul(CMPLX(creal(w1), c * cimag(w1)), o1[k]);
+        fft_cplx cc = cmul(CMPLX(creal(w2), c * cimag(w2)), o2[k]);
+        fft_cplx d = cmul(CMPLX(creal(w3), c * cimag(w3)), o3[k]);
+        fft_cplx apc = a + cc, amc = a - cc, bpd = b + d, bmd = b - d;
+        fft_cplx jbmd = CMPLX(-s * cimag(bmd), s * creal(bmd));
+        o0[k] = apc + bpd;
+        o1[k] = amc + jbmd;
+        o2[k] = apc - bpd;
+        o3[k] = amc - jbmd;
+    }
+}
+
 static void *butterflies_task(void *arg);
 
 static void butterflies_par(const struct bjob *bj)
 {
-    const size_t grain = bj->j->p->cutoff / 2;
+    const size_t grain = bj->j->p->cutoff / 4; /* a radix-4 butterfly: 4 points */
     if (bj->hi - bj->lo < 2 * grain) {
-        butterflies(bj->j, bj->lo, bj->hi);
+        butterflies4(bj->j, bj->lo, bj->hi);
         return;
     }
     size_t mid = bj->lo + (bj->hi - bj->lo) / 2;
@@ -190,22 +219,36 @@ static void rec(const struct job *j)
         out[3] = b - id;
         return;
     }
-    const size_t half = j->n / 2;
-    struct job even = {j->p, in, 2 * is, out, half, 2 * j->ws, j->s};
-    struct job odd = {j->p, in + is, 2 * is, out + half, half, 2 * j->ws, j->s};
-    if (j->n < j->p->cutoff) {
+    if (j->n == 8) { /* one radix-2 step: two 4-point halves */
+        struct job even = {j->p, in, 2 * is, out, 4, 2 * j->ws, j->s};
+        struct job odd = {j->p, in + is, 2 * is, out + 4, 4, 2 * j->ws, j->s};
         rec(&even);
         rec(&odd);
-        butterflies(j, 0, half);
+        butterflies(j, 0, 4);
         return;
     }
-    sf_future *f = sf_do(rec_task, &even);
-    rec(&odd);
-    if (f != NULL)
-        join(f);
-    else
-        rec(&even); /* no memory for a task: do it here */
-    struct bjob all = {j, 0, half};
+    const size_t q = j->n / 4;
+    struct job part[4];
+    for (int r = 0; r < 4; r++)
+        part[r] = (struct job){j->p, in + (size_t)r * is, 4 * is, out + (size_t)r * q, q,
+                               4 * j->ws, j->s};
+    if (j->n < j->p->cutoff) {
+        for (int r = 0; r < 4; r++)
+            rec(&part[r]);
+        butterflies4(j, 0, q);
+        return;
+    }
+    sf_future *f[3];
+    for (int r = 0; r < 3; r++)
+        f[r] = sf_do(rec_task, &part[r]);
+    rec(&part[3]);
+    for (int r = 2; r >= 0; r--) {
+        if (f[r] != NULL)
+            join(f[r]);
+        else
+            rec(&part[r]); /* no memory for a task: do it here */
+    }
+    struct bjob all = {j, 0, q};
     butterflies_par(&all);
 }
 
