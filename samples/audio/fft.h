@@ -4,14 +4,14 @@
  *
  * A plan holds the twiddle factors of one power-of-two size n; it transforms
  * any power-of-two size m <= n (the reverb's blocks use one plan). The
- * transform is a recursive radix-2 decimation in time: the even and odd
- * halves are transformed independently, the even one as an sf_do task while
- * the calling thread does the odd one, then the butterflies combine them (a
- * big butterfly pass is split into tasks too). Below the plan's cutoff the
- * recursion runs sequentially with no libsf call at all, so a cutoff above m
- * is the plain sequential FFT (the benchmark's baseline). The result does not
- * depend on the cutoff or on the schedule: every output is the same sequence
- * of floating-point operations.
+ * transform is a recursive decimation in time, radix 4 (radix 2 at 8
+ * points): the four quarters are transformed independently, three as sf_do
+ * tasks while the calling thread does the fourth, then the butterflies
+ * combine them (a big butterfly pass is split into tasks too). Below the
+ * plan's cutoff the recursion runs sequentially with no libsf call at all,
+ * so a cutoff above m is the plain sequential FFT (the benchmark's
+ * baseline). The result does not depend on the cutoff or on the schedule:
+ * every output is the same sequence of floating-point operations.
  *
  * Conventions (FFTW's): forward X[k] = sum_j x[j] e^(-2 pi i jk/m), backward
  * with e^(+2 pi i jk/m), neither scaled; fft_inverse() is the backward
