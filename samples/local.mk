@@ -55,6 +55,12 @@ TESTS += samples/audio/test_reverb
 samples_audio_test_reverb_SOURCES = samples/audio/test_reverb.c
 samples_audio_test_reverb_LDADD = samples/audio/libsfaudio.la
 
+# The synthesis: whole == in stretches, bit-identical at 1, 2, 4 threads.
+check_PROGRAMS += samples/audio/test_granular
+TESTS += samples/audio/test_granular
+samples_audio_test_granular_SOURCES = samples/audio/test_granular.c
+samples_audio_test_granular_LDADD = samples/audio/libsfaudio.la
+
 # The granular WAV (byte-identical at 1, 2, 4 threads, header fields, sox
 # --i) and sfpiece's (the same, default path, summary line, errors).
 TESTS += samples/test-audio.sh

@@ -351,7 +351,7 @@ static void *render_task(void *arg)
         sf_fail(ENOMEM, "granular: no memory for a stretch of %zu frames", rj->n);
     for (size_t c = 0; c < g->nclouds && !failed; c++) {
         const struct cloud *cl = &g->clouds[c];
-        if (cl->end <= a || cl->start >= b || cl->count == 0)
+        if (cl->end <= a || cl->start >= b || cl->end <= cl->start)
             continue;
         jobs[nc] = (struct cloud_job){g, cl, a, rj->n};
         fs[nc] = sf_do(cloud_task, &jobs[nc]);

@@ -177,10 +177,6 @@ static void fft_row(int lg, int reps, double *cell)
 
 /* --- the reverb row ----------------------------------------------------- */
 
-struct buf {
-    fft_cplx *y;
-};
-
 static int to_buffer(void *ctx, size_t first, const fft_cplx *y, size_t n)
 {
     memcpy((fft_cplx *)ctx + first, y, n * sizeof *y);
