@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,10 +198,12 @@ double granular_limit(double x)
     return tanh(x);
 }
 
-/* The table's sine of p cycles, p >= 0. */
+/* The table's sine of p cycles, p >= 0 (so truncation is floor, without a
+ * libm call on baseline x86-64). p - trunc(p) is exact and below 1, and
+ * p * TABLE scales by a power of two, so k <= TABLE - 1. */
 static inline double tsin(const double *table, double p)
 {
-    p -= floor(p);
+    p -= (double)(uint64_t)p;
     double x = p * TABLE;
     size_t k = (size_t)x;
     double frac = x - (double)k;
@@ -211,7 +214,7 @@ static inline double osc(const double *table, enum wave w, double p)
 {
     switch (w) {
     case WAVE_FM:
-        return tsin(table, p + 0.35 * tsin(table, 2.0 * p));
+        return tsin(table, p + 1.0 + 0.35 * tsin(table, 2.0 * p)); /* + 1 cycle: >= 0 */
     case WAVE_ADDITIVE:
         return 0.6 * tsin(table, p) + 0.25 * tsin(table, 2 * p) + 0.1 * tsin(table, 3 * p) +
                0.05 * tsin(table, 4 * p);
