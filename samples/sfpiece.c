@@ -17,7 +17,7 @@
  *
  * 44.1 kHz stereo 16-bit PCM, the same byte for byte whatever SF_THREADS is.
  * Progress goes to stderr when it is a terminal. Prints one line at the end:
- * the file, its duration, the time. Exit status 0, 1 on a failure, 2 on bad
+ * the file, its duration, the time, the number of tasks. Exit status 0, 1 on a failure, 2 on bad
  * usage.
  */
 #ifndef _POSIX_C_SOURCE
@@ -164,6 +164,9 @@ int main(int argc, char **argv)
     int rc = reverb_run(r, (reverb_source){piece_block, g}, write_block, s, 0,
                         show ? progress : NULL);
     int e = errno;
+    sf_stats after;
+    if (sf_stats_read(&after) != 0)
+        after.created = 0;
     sf_shutdown();
     if (rc != 0) {
         fprintf(stderr, "sfpiece: %s\n", reverb_error(r) != NULL ? reverb_error(r) : strerror(e));
@@ -177,9 +180,10 @@ int main(int argc, char **argv)
     if (!quiet)
         printf("sfpiece: %s: %.2f s of 44.1 kHz stereo (a %.2f s granular piece, %zu grains in "
                "%zu clouds, seed %" PRIu64 ", through a %.2f s convolution reverb) in %.2f s at "
-               "SF_THREADS=%d\n",
+               "SF_THREADS=%d, %" PRIu64 " tasks\n",
                path, (double)len / GRANULAR_RATE, (double)frames / GRANULAR_RATE,
-               granular_grains(g), granular_clouds(g), seed, ir_seconds, t, st.threads);
+               granular_grains(g), granular_clouds(g), seed, ir_seconds, t, st.threads,
+               after.created);
     reverb_free(r);
     granular_free(g);
     free(ir);

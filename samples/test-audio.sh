@@ -126,7 +126,7 @@ mkdir "$tmp/cwd"
 status=$?
 [ "$status" = 0 ] && [ -f "$tmp/cwd/sfpiece.wav" ] && [ ! -s "$tmp/perr1" ] &&
     [ "$(wc -l <"$tmp/pout1" | tr -d ' ')" = 1 ] &&
-    grep -q '^sfpiece: sfpiece.wav: 2.00 s of 44.1 kHz stereo (a 1.50 s granular piece, [0-9]* grains in [0-9]* clouds, seed 3, through a 0.50 s convolution reverb) in .* s at SF_THREADS=1$' "$tmp/pout1"
+    grep -q '^sfpiece: sfpiece.wav: 2.00 s of 44.1 kHz stereo (a 1.50 s granular piece, [0-9]* grains in [0-9]* clouds, seed 3, through a 0.50 s convolution reverb) in .* s at SF_THREADS=1, [0-9]* tasks$' "$tmp/pout1"
 point $? "sfpiece writes sfpiece.wav in the current directory, one summary line, a quiet stderr" "$tmp/pout1"
 SF_THREADS=2 "$sfpiece" -s 1.5 -i 0.5 -r 3 -o "$tmp/p2.wav" >"$tmp/pout2" 2>"$tmp/perr2" &&
     [ ! -s "$tmp/perr2" ] && cmp "$tmp/cwd/sfpiece.wav" "$tmp/p2.wav" >"$tmp/why" 2>&1
