@@ -22,13 +22,19 @@
  * Each slot counts its users; the last one to finish with it frees the data
  * and releases the future.
  *
- * Gets of slot futures are sf_get_isolated: such a future is handed between
- * siblings, and a plain get blocked on it could help by starting a sibling
- * that needs the very task this thread is running lower on its stack (sf.h,
- * "Help-first waiting"). An isolated get helps only with that future's own
- * work, and the work of a future (an FFT's halves, a block of input) never
- * waits for anything outside it: the dependencies go out -> y -> x -> input
- * only, so no get can wait for a frame below it.
+ * Deadlock freedom. A get can stall only if a task started on top of a
+ * blocked frame waits for that frame (sf.h, "Help-first waiting"). Below
+ * the y level every task (x, the input's, an FFT's quarters) gets only
+ * futures it made itself, with plain gets. The futures handed between tasks
+ * - the slots' X and y - are got only with sf_get_isolated, by out and y
+ * tasks, which belong to no isolation region (main and idle workers start
+ * them, neither from inside a region). An isolated get helps only with the
+ * region of the future it waits for: tasks below the y level, which wait
+ * only for their own children, never for a frame beneath them. A plain get
+ * that is not in a region - reverb_run's (called outside any task), or an
+ * idle worker's start - has no task frame beneath it to wait for. Tasks depend only downwards (out -> y
+ * -> x -> input), so there is no cycle either; samples/audio/test_reverb
+ * runs the pipeline at 1, 2 and 4 threads.
  *
  * Determinism. Y_j sums p = 0, 1, ... in that order and the FFT is exact
  * whatever its schedule (fft.c), so the output does not depend on the number

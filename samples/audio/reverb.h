@@ -51,8 +51,9 @@ size_t reverb_block(const reverb *r);
  * the one the sink gets next (0: 4), and hands each to sink in order.
  * progress, if not NULL, is called after each block with (done, total)
  * blocks. Returns 0, or -1 with errno (ENOMEM, ECANCELED from the sink,
- * or a failure of the input's tasks). Call it from outside any task, or from
- * a task: it gets only futures it made or reached through its own slots. */
+ * or a failure of the input's tasks). Call it from a thread that is not
+ * running a task (its deadlock-freedom argument, in reverb.c, counts on no
+ * task frame beneath it). */
 int reverb_run(reverb *r, reverb_source src, reverb_sink sink, void *sink_ctx, int window,
                void (*progress)(size_t done, size_t total));
 
