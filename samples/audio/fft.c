@@ -65,7 +65,7 @@ fft_plan *fft_plan_new(size_t n, size_t cutoff)
     p->n = n;
     p->cutoff = cutoff == 0 ? FFT_DEFAULT_CUTOFF : cutoff;
     if (p->cutoff < 8)
-        p->cutoff = 8; /* a task must at least hold a size-4 half */
+        p->cutoff = 8; /* 8 points and fewer never make tasks anyway */
     const size_t nw = n / 4 * 3 > 1 ? n / 4 * 3 : 1;
     p->w = malloc(nw * sizeof *p->w);
     if (p->w == NULL) {
