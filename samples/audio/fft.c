@@ -8,7 +8,7 @@
  * twiddles w^k, w^2k, w^3k, w = e^(-2 pi i / n), taken from the plan's table
  * at stride plan_n / n. Half the passes over the data of radix 2, and a
  * quarter of its recursive calls. 8 points take one radix-2 step (two
- * 4-point halves); sizes 2 and 4 are written out.
+ * 4-point halves); sizes 2 and 4 are written out, 8 and 16 make no calls.
  *
  * Parallelism: at n >= cutoff three quarters are sf_do tasks while the
  * calling thread does the fourth, then it gets them (newest first: the
@@ -197,35 +197,45 @@ static void *butterflies_task(void *arg)
 
 static void *rec_task(void *arg);
 
+/* The 4-point DFT of in[0], in[is], in[2 is], in[3 is] into out[0..3]. */
+static inline void dft4(const fft_cplx *in, size_t is, fft_cplx *out, double s)
+{
+    fft_cplx x0 = in[0], x1 = in[is], x2 = in[2 * is], x3 = in[3 * is];
+    fft_cplx a = x0 + x2, b = x0 - x2, c = x1 + x3, d = x1 - x3;
+    fft_cplx id = CMPLX(-s * cimag(d), s * creal(d)); /* d times e^(s i pi / 2) = s i */
+    out[0] = a + c;
+    out[2] = a - c;
+    out[1] = b + id;
+    out[3] = b - id;
+}
+
 static void rec(const struct job *j)
 {
     const fft_cplx *in = j->in;
     const size_t is = j->is;
     fft_cplx *out = j->out;
-    if (j->n == 2) {
+    switch (j->n) {
+    case 2: {
         fft_cplx x0 = in[0], x1 = in[is];
         out[0] = x0 + x1;
         out[1] = x0 - x1;
         return;
     }
-    if (j->n == 4) {
-        fft_cplx x0 = in[0], x1 = in[is], x2 = in[2 * is], x3 = in[3 * is];
-        fft_cplx a = x0 + x2, b = x0 - x2, c = x1 + x3, d = x1 - x3;
-        /* d times e^(s i pi / 2) = s i */
-        fft_cplx id = CMPLX(-j->s * cimag(d), j->s * creal(d));
-        out[0] = a + c;
-        out[2] = a - c;
-        out[1] = b + id;
-        out[3] = b - id;
+    case 4:
+        dft4(in, is, out, j->s);
         return;
-    }
-    if (j->n == 8) { /* one radix-2 step: two 4-point halves */
-        struct job even = {j->p, in, 2 * is, out, 4, 2 * j->ws, j->s};
-        struct job odd = {j->p, in + is, 2 * is, out + 4, 4, 2 * j->ws, j->s};
-        rec(&even);
-        rec(&odd);
+    case 8: /* one radix-2 step: two 4-point halves */
+        dft4(in, 2 * is, out, j->s);
+        dft4(in + is, 2 * is, out + 4, j->s);
         butterflies(j, 0, 4);
         return;
+    case 16: /* one radix-4 step over four 4-point quarters, no calls */
+        for (size_t r = 0; r < 4; r++)
+            dft4(in + r * is, 4 * is, out + 4 * r, j->s);
+        butterflies4(j, 0, 4);
+        return;
+    default:
+        break;
     }
     const size_t q = j->n / 4;
     struct job part[4];
