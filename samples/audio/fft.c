@@ -18,14 +18,13 @@
  * got here before the frame returns (tree-shaped fork-join, so no get can
  * stall: see sf.h, "Help-first waiting").
  *
- * Cutoff: 4096 points. A task of 4096 points is ~50 us of work against
- * well under 1 us of scheduling, and 2^20 points still make 256 leaf tasks
- * to balance two threads, so anywhere from 1024 to 16384 should do. The
- * sweep that would pick it by measurement (tools/bench/bench_fft cutoff:
- * 256 .. 65536 at 1 and 2 threads) could not tell them apart on the shared
- * 2-vCPU development VM (load average 2.5-3.7 from other jobs: spreads of
- * +-30% between repetitions); rerun it on a quiet machine before changing
- * FFT_DEFAULT_CUTOFF. The reverb's 8192-point transforms split once.
+ * Cutoff: 4096 points, by measurement (tools/bench/bench_fft cutoff, 2^20
+ * points, medians of 5, on the 2-vCPU development VM at a quiet moment,
+ * load average 1.7): sequential 51.5 ms; at 2 threads cutoffs 256, 512 and
+ * 1024 take 38-40 ms, 2048 to 65536 take 23.6-25.0 ms (2048: 23.6, 4096:
+ * 23.9); at 1 thread every cutoff is within 5% of sequential. 4096 is in
+ * the flat part with room on both sides; a 4096-point task is ~50 us. The
+ * reverb's 8192-point transforms split once.
  *
  * Exactness: every output element is the same sequence of floating-point
  * operations whatever the cutoff and whichever thread runs which task, so the
