@@ -4,10 +4,11 @@
  * forward FFT, spectrum multiply + inverse FFT, and overlap-add
  * (samples/audio/reverb.c).
  *
- *     usage: reverb [-s SECONDS] [-i IR_SECONDS] [-b BLOCK] [-c] [-q] [-v] [-o OUT.wav]
+ *     usage: reverb [-s SECONDS] [-i IR_SECONDS] [-b BLOCK] [-w WINDOW] [-c] [-q] [-v] [-o OUT.wav]
  *       -s  length of the input, default 60 (44.1 kHz stereo, synthetic)
  *       -i  length of the impulse response, default 3 (decaying noise)
  *       -b  block size in frames, a power of two, default 4096
+ *       -w  output blocks made ahead of the one written next, default 4
  *       -c  also run the sequential convolution (no libsf) and check that
  *           the output is bit-identical
  *       -q  quiet: no progress on stderr even on a terminal
@@ -72,7 +73,7 @@ static uint64_t fnv(const void *p, size_t n)
 
 static int usage(void)
 {
-    fprintf(stderr, "reverb: usage: reverb [-s SECONDS] [-i IR_SECONDS] [-b BLOCK] [-c] [-q] [-v] "
+    fprintf(stderr, "reverb: usage: reverb [-s SECONDS] [-i IR_SECONDS] [-b BLOCK] [-w WINDOW] [-c] [-q] [-v] "
                     "[-o OUT.wav]\n");
     return 2;
 }
@@ -92,10 +93,10 @@ int main(int argc, char **argv)
 {
     double seconds = 60, ir_seconds = 3;
     size_t block = 4096;
-    int check = 0, quiet = 0, verbose = 0;
+    int check = 0, quiet = 0, verbose = 0, window = 0;
     const char *wav = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "s:i:b:cqvo:")) != -1) {
+    while ((opt = getopt(argc, argv, "s:i:b:w:cqvo:")) != -1) {
         switch (opt) {
         case 's':
             if (parse_seconds(optarg, 3600, &seconds) != 0)
@@ -111,6 +112,14 @@ int main(int argc, char **argv)
             if (*end != '\0' || b < 64 || b > (1ul << 20) || (b & (b - 1)) != 0)
                 return usage();
             block = b;
+            break;
+        }
+        case 'w': {
+            char *end;
+            long w = strtol(optarg, &end, 10);
+            if (*end != '\0' || w < 1 || w > 1024)
+                return usage();
+            window = (int)w;
             break;
         }
         case 'c': check = 1; break;
@@ -148,7 +157,7 @@ int main(int argc, char **argv)
     reverb_source src = reverb_array_source(in, n);
     int show = !quiet && isatty(2);
     double t0 = now();
-    int rc = src.block != NULL ? reverb_run(r, src, to_buffer, out_buf, 0, show ? progress : NULL)
+    int rc = src.block != NULL ? reverb_run(r, src, to_buffer, out_buf, window, show ? progress : NULL)
                                : -1;
     double t = now() - t0;
     if (rc != 0) {
