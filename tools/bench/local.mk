@@ -56,3 +56,12 @@ endif
 bench-programs: $(bench_programs)
 .PHONY: bench-programs
 CLEANFILES += $(EXTRA_PROGRAMS) tools/bench/bench_llomp$(EXEEXT)
+
+# The audio samples' FFT and reverb against sequential code and FFTW
+# (bench_fft.c); FFTW's columns are "not run" when configure did not find it.
+bench_programs += tools/bench/bench_fft
+EXTRA_PROGRAMS += tools/bench/bench_fft
+tools_bench_bench_fft_SOURCES = tools/bench/src/bench_fft.c
+tools_bench_bench_fft_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples $(FFTW_CFLAGS)
+tools_bench_bench_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_THREADS_LIBS) $(FFTW_LIBS) -lm
+tools_bench_bench_fft_LDFLAGS = -static
