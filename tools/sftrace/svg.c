@@ -117,6 +117,12 @@ static double band_y(int band, double row_y)
     return row_y + ROW_PAD / 2.0 + band * BAND_H;
 }
 
+/* Deeper bands a little lighter, so that nesting reads as nesting. */
+static double depth_shade(int band)
+{
+    return 1 - 0.07 * band;
+}
+
 /* One slice: a rectangle when at least a pixel wide and under the cap,
  * else coverage. */
 static void slice(struct canvas *c, const struct sched_slice *x, double row_y)
@@ -132,8 +138,11 @@ static void slice(struct canvas *c, const struct sched_slice *x, double row_y)
     c->rects++;
     double y = x->kind < SK_SLEEP ? band_y(band, row_y) : band_y(c->bands, row_y) + 1;
     double h = x->kind < SK_SLEEP ? BAND_H - 1 : MARK_H;
-    fprintf(c->o, "<rect class=\"k%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\"/>\n",
+    fprintf(c->o, "<rect class=\"k%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\"",
             x->kind, LEFT + px0, y, w, h);
+    if (band > 0 && band < c->bands)
+        fprintf(c->o, " fill-opacity=\"%.2f\"", depth_shade(band));
+    fputs("/>\n", c->o);
 }
 
 /* Emits band's coverage: per column the kind that covered most, opacity by
@@ -164,7 +173,8 @@ static void flush_cover(struct canvas *c, int band, double row_y)
             fprintf(c->o,
                     "<rect class=\"k%d\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.0f\" "
                     "fill-opacity=\"%.2f\"/>\n",
-                    run_kind, LEFT + run_from, y, px - run_from, h, run_q / 4.0);
+                    run_kind, LEFT + run_from, y, px - run_from, h,
+                    run_q / 4.0 * (band < c->bands ? depth_shade(band) : 1));
         run_kind = kind;
         run_q = q;
         run_from = px;
