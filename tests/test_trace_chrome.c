@@ -484,12 +484,18 @@ static struct tally check_trace(const struct jv *root, bool closed)
 
 /* ---- the workloads ---- */
 
-/* A task that says it started, then takes a while: getters on it block. */
+/* A task that says it started, then runs until a getter has slept (or
+ * 10 s pass, when the test's sleep count fails): getters on it block, and
+ * one sleeps however loaded the machine is. */
 static atomic_int slow_started;
 static void *slow_task(void *arg)
 {
     atomic_store(&slow_started, 1);
-    tu_sleep_ms(30);
+    double until = tu_now_ms() + 10000;
+    sf_stats s;
+    do
+        tu_sleep_ms(1);
+    while (sf_stats_read(&s) == 0 && s.sleeps == 0 && tu_now_ms() < until);
     return tu_fib(arg);
 }
 
@@ -565,8 +571,8 @@ START_TEST(chrome_workload)
     ck_assert_uint_eq(t.kind[3], s.run_stolen);
     ck_assert_uint_eq(t.kind[4], 0);
     ck_assert_uint_eq(t.sleeps, s.sleeps);
-    /* The foreign getter of the slow task has nothing to run for 30 ms:
-     * it sleeps. */
+    /* The foreign getter of the slow task has nothing to run until it
+     * sleeps. */
     ck_assert_uint_ge(t.sleeps, 1);
     /* The foreign get ran thread 0's task: at least that one flow, and a
      * wait-inlined slice (the get left the fast path: not its own queue). */
