@@ -81,7 +81,8 @@ static int cmp_start(const void *a, const void *b)
 void sched_sort(struct sched *s)
 {
     for (size_t i = 0; i < s->nthr; i++)
-        qsort(s->thr[i].s, s->thr[i].n, sizeof *s->thr[i].s, cmp_start);
+        if (s->thr[i].n > 1) /* qsort wants a non-NULL base even for none */
+            qsort(s->thr[i].s, s->thr[i].n, sizeof *s->thr[i].s, cmp_start);
 }
 
 /* ---- the JSON reader ---- */
@@ -417,52 +418,56 @@ static int take_event(struct jr *r, struct sched *s, struct jthr **jt, size_t *n
     return 0;
 }
 
+/* The events of the array at r into s; slices still open and idle marks
+ * not yet ended stay in *jt for the caller. */
+static int read_array(struct jr *r, struct sched *s, struct jthr **jt, size_t *njt)
+{
+    const char *buf = r->s;
+    size_t len = r->len;
+    jws(r);
+    if (r->i >= len || buf[r->i] != '[')
+        return jerr(r, "a Chrome trace from libsf is a JSON array");
+    r->i++;
+    for (int first = 1;; first = 0) {
+        jws(r);
+        if (r->i >= len)
+            return 0; /* no closing bracket: a process that did not shut down */
+        if (buf[r->i] == ']') {
+            r->i++;
+            break;
+        }
+        if (!first) {
+            if (buf[r->i] != ',')
+                return jerr(r, "expected ',' or ']'");
+            r->i++;
+            jws(r);
+            if (r->i >= len)
+                return jerr(r, "the input ends after a ','");
+        }
+        if (buf[r->i] != '{')
+            return jerr(r, "an event is not an object");
+        struct jev ev;
+        memset(&ev, 0, sizeof ev);
+        if (jobject(r, 1, &ev, 0) < 0 || take_event(r, s, jt, njt, &ev) < 0)
+            return -1;
+    }
+    jws(r);
+    if (r->i < len)
+        return jerr(r, "text after the closing ']'");
+    return 0;
+}
+
 int sched_read_json(struct sched *s, const char *buf, size_t len)
 {
     struct jr r = {buf, 0, len, s->name, 0};
     struct jthr *jt = NULL;
     size_t njt = 0;
-    jws(&r);
-    if (r.i >= len || buf[r.i] != '[')
-        return jerr(&r, "a Chrome trace from libsf is a JSON array");
-    r.i++;
-    int first = 1;
-    for (;;) {
-        jws(&r);
-        if (r.i >= len)
-            break; /* no closing bracket: a process that did not shut down */
-        if (buf[r.i] == ']' && first) {
-            r.i++;
-            break;
-        }
-        if (!first) {
-            if (buf[r.i] == ']') {
-                r.i++;
-                break;
-            }
-            if (buf[r.i] != ',')
-                return jerr(&r, "expected ',' or ']'");
-            r.i++;
-            jws(&r);
-            if (r.i >= len)
-                return jerr(&r, "the input ends after a ','");
-        }
-        first = 0;
-        if (buf[r.i] != '{')
-            return jerr(&r, "an event is not an object");
-        struct jev ev;
-        memset(&ev, 0, sizeof ev);
-        if (jobject(&r, 1, &ev, 0) < 0 || take_event(&r, s, &jt, &njt, &ev) < 0)
-            return -1;
-    }
-    jws(&r);
-    if (r.i < len)
-        return jerr(&r, "text after the closing ']'");
+    int rc = read_array(&r, s, &jt, &njt);
     for (size_t tid = 0; tid < njt; tid++) {
         struct jthr *t = &jt[tid];
-        if (t->idle_from >= 0)
+        if (rc == 0 && t->idle_from >= 0)
             sched_add(s, tid, t->idle_from, s->t_end, SK_IDLE, 0, 0);
-        while (t->n > 0) { /* never closed: the trace was cut short */
+        while (rc == 0 && t->n > 0) { /* never closed: the trace was cut short */
             struct open o = t->o[--t->n];
             sched_add(s, tid, o.t0, s->t_end, (enum sched_kind)o.kind, o.depth, o.task);
         }
@@ -470,7 +475,16 @@ int sched_read_json(struct sched *s, const char *buf, size_t len)
     }
     free(jt);
     sched_sort(s);
-    return 0;
+    return rc;
+}
+
+void sched_free(struct sched *s)
+{
+    for (size_t i = 0; i < s->nthr; i++)
+        free(s->thr[i].s);
+    free(s->thr);
+    s->thr = NULL;
+    s->nthr = 0;
 }
 
 /* ---- the summary ---- */

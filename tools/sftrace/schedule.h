@@ -75,6 +75,9 @@ void sched_time(struct sched *s, double t);
  */
 int sched_read_json(struct sched *s, const char *buf, size_t len);
 
+/* Frees what the model holds. */
+void sched_free(struct sched *s);
+
 /* Per thread: tasks run by kind, busy time and share, sleeps, time asleep,
  * the longest wait, idle time; then the totals. */
 void sched_summary(const struct sched *s, FILE *out);

@@ -1631,9 +1631,12 @@ int main(int argc, char **argv)
                     "--svg and --png read it\n", prog, in_name);
             return 2;
         }
-        if (sched_read_json(&sc, in_buf, len) != 0)
+        if (sched_read_json(&sc, in_buf, len) != 0) {
+            sched_free(&sc);
             return 1;
+        }
         int rc = schedule_outputs(&sc, svg, png, mode_set || (svg == NULL && png == NULL));
+        sched_free(&sc);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "%s: write error\n", prog);
             return 1;
@@ -1702,6 +1705,7 @@ int main(int argc, char **argv)
     if (mode == M_SCHEDULE || svg != NULL || png != NULL) {
         build_schedule(&sc);
         pic_rc = schedule_outputs(&sc, svg, png, mode == M_SCHEDULE);
+        sched_free(&sc);
     }
     if (mode == M_SCHEDULE || ((svg != NULL || png != NULL) && !mode_set))
         ; /* printed above, or a picture was all that was asked */
