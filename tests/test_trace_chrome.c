@@ -578,8 +578,10 @@ START_TEST(chrome_workload)
      * wait-inlined slice (the get left the fast path: not its own queue). */
     ck_assert_uint_ge(t.flows, 1);
     ck_assert_uint_ge(t.kind[1], 1);
+    /* No pool at one thread (the foreign threads' gets may still steal:
+     * they help while they wait). */
     if (threads == 1)
-        ck_assert_uint_eq(t.kind[2] + t.kind[3], 0);
+        ck_assert_uint_eq(t.kind[2], 0);
     /* The last event closes the array on its own line. */
     size_t n = strlen(text);
     ck_assert_msg(n >= 2 && strcmp(text + n - 2, "]\n") == 0, "the trace does not end in ]");
