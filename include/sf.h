@@ -110,7 +110,10 @@ typedef struct sf_future sf_future;
 enum sf_trace_mode {
     SF_TRACE_FROM_ENV = 0, /* read SF_TRACE (the default of a zeroed config) */
     SF_TRACE_ON = 1,       /* trace, whatever SF_TRACE says */
-    SF_TRACE_OFF = 2       /* do not trace, whatever SF_TRACE says */
+    SF_TRACE_OFF = 2,      /* do not trace, whatever SF_TRACE says */
+    SF_TRACE_CHROME = 3    /* trace as Chrome Trace Event Format JSON (Perfetto,
+                            * chrome://tracing; docs/trace-format.md), whatever
+                            * SF_TRACE says */
 };
 
 /*
@@ -140,7 +143,9 @@ typedef struct sf_config {
  * called):
  *   SF_THREADS     threads that run tasks at once, 1..SF_MAX_THREADS;
  *                  default the number of online CPUs.
- *   SF_TRACE       1/true/yes/on or 0/false/no/off, any case; default 0.
+ *   SF_TRACE       1/true/yes/on (the text trace), chrome (Chrome Trace
+ *                  Event Format JSON, see docs/trace-format.md) or
+ *                  0/false/no/off, any case; default 0.
  *   SF_TRACE_FILE  a path; the trace goes there instead of stderr.
  * A bad value prints one line on stderr naming the variable and what is used
  * instead; it never fails sf_init().

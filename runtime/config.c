@@ -45,22 +45,25 @@ static int env_threads(void)
     return (int)n;
 }
 
-static bool env_trace(void)
+/* 0 (off), SF_TRACE_ON or SF_TRACE_CHROME. */
+static int env_trace(void)
 {
     const char *v = getenv("SF_TRACE");
     if (v == NULL)
-        return false;
+        return 0;
+    if (strcasecmp(v, "chrome") == 0)
+        return SF_TRACE_CHROME;
     static const char *const on[] = {"1", "true", "yes", "on"};
     static const char *const off[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
         if (strcasecmp(v, on[i]) == 0)
-            return true;
+            return SF_TRACE_ON;
         if (strcasecmp(v, off[i]) == 0)
-            return false;
+            return 0;
     }
-    fprintf(stderr, "libsf: SF_TRACE='%s' is not one of 1/0/true/false/yes/no/on/off; "
+    fprintf(stderr, "libsf: SF_TRACE='%s' is not one of 1/0/true/false/yes/no/on/off/chrome; "
                     "tracing stays off\n", v);
-    return false;
+    return 0;
 }
 
 int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
@@ -69,14 +72,15 @@ int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
     if (cfg == NULL)
         cfg = &zero;
     if (cfg->threads < 0 || cfg->threads > SF_MAX_THREADS ||
-        cfg->trace < SF_TRACE_FROM_ENV || cfg->trace > SF_TRACE_OFF ||
+        cfg->trace < SF_TRACE_FROM_ENV || cfg->trace > SF_TRACE_CHROME ||
         (cfg->stack_size != 0 && cfg->stack_size < MIN_STACK)) {
         errno = EINVAL;
         return -1;
     }
     out->threads = cfg->threads != 0 ? cfg->threads : env_threads();
-    out->trace = cfg->trace == SF_TRACE_ON ||
-                 (cfg->trace == SF_TRACE_FROM_ENV && env_trace());
+    out->trace = cfg->trace == SF_TRACE_FROM_ENV ? env_trace()
+                 : cfg->trace == SF_TRACE_OFF        ? 0
+                                                     : cfg->trace;
     out->stack_size = cfg->stack_size != 0 ? cfg->stack_size : DEFAULT_STACK;
     out->trace_file = NULL;
     out->trace_file_from_env = false;

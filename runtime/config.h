@@ -12,7 +12,7 @@
 
 struct sf__cfg {
     int threads;               /* threads that run tasks at once; pool = threads - 1 */
-    bool trace;
+    int trace;                 /* 0: off, SF_TRACE_ON (text) or SF_TRACE_CHROME */
     char *trace_file;          /* malloc'd; NULL: stderr */
     bool trace_file_from_env;  /* a bad one is reported, not an error */
     size_t stack_size;         /* of each pool worker */

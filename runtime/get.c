@@ -444,7 +444,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
                 /* Relaxed: f is ours now; sf__run reads it on this thread. */
                 if (isolated)
                     atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);
-                sf__run_claimed(me, f, run, SF__HOW_INLINE);
+                sf__run_claimed(me, f, run, SF__HOW_WAIT);
                 break;
             }
             continue;

@@ -52,7 +52,7 @@ static int open_trace(struct sf__cfg *c)
 {
     if (!c->trace)
         return 0;
-    if (sf__trace_open(c->trace_file) == 0)
+    if (sf__trace_open(c->trace_file, c->trace == SF_TRACE_CHROME) == 0)
         return 0;
     int err = errno;
     if (!c->trace_file_from_env) { /* an sf_config path: the caller's error */
@@ -61,7 +61,7 @@ static int open_trace(struct sf__cfg *c)
     }
     fprintf(stderr, "libsf: SF_TRACE_FILE='%s' cannot be opened (%s); tracing to stderr\n",
             c->trace_file, strerror(err));
-    return sf__trace_open(NULL);
+    return sf__trace_open(NULL, c->trace == SF_TRACE_CHROME);
 }
 
 /*

@@ -54,6 +54,11 @@ struct sf__thread {
     /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
     char *tbuf;
     size_t tlen;
+    /* The Chrome trace's state for this thread (trace_chrome.c; owner
+     * only): tasks running nested here now, and whether its thread_name
+     * metadata was written. */
+    int tdepth;
+    bool tnamed;
 };
 
 /* The calling thread's cached registration. */

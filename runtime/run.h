@@ -47,8 +47,9 @@ void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 static inline __attribute__((always_inline)) uint64_t
 sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
 {
-    switch (how) {
-    case SF__HOW_INLINE: SF__BUMP(me->c_inline); break;
+    switch ((int)how) {
+    case SF__HOW_INLINE:
+    case SF__HOW_WAIT: SF__BUMP(me->c_inline); break;
     case SF__HOW_POOL: SF__BUMP(me->c_pool); break;
     case SF__HOW_STEAL: SF__BUMP(me->c_stolen); break;
     case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
@@ -94,7 +95,7 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     }
     /* Relaxed: published by the release (or exchange) of DONE below. */
     __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
-    if (how == SF__HOW_INLINE) {
+    if (how == SF__HOW_INLINE || how == SF__HOW_WAIT) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
         /* Release: getters that load DONE (acquire) see val. */
         atomic_store_explicit(&f->state, done, memory_order_release);

@@ -11,6 +11,16 @@
  *
  * Lines are formatted from the event table of trace_format.h: each event's
  * argument spec is parsed once, at open, into argument kinds.
+ *
+ * SF_TRACE=chrome writes the same events as the Chrome Trace Event Format
+ * (JSON Array Format, docs/trace-format.md) through the same buffers: the
+ * file opens with "[" and a process_name event, every later event is
+ * written as ",{...}\n", and sf__trace_close writes the closing "]". Since
+ * every buffer holds whole events and is written whole (or cut at a
+ * newline, which ends every event), the file is valid JSON under any
+ * interleaving of threads once closed. Each thread keeps its own nesting
+ * depth (t->tdepth) and writes its own name the first time it logs, so no
+ * state is shared between threads here either.
  */
 #include "trace.h"
 
@@ -23,12 +33,17 @@
 #include <unistd.h>
 
 #define TBUF_BYTES 65536
-#define LINE_MAX_BYTES 512
+/* The most one event writes: a text line, or up to five JSON objects (two
+ * metadata, flow start, slice begin, flow end) of under 200 bytes each. */
+#define LINE_MAX_BYTES 1024
 #define MAX_ARGS 2
 
 bool sf__trace_on;
 static int trace_fd = 2;
 static uint64_t t0_ns;
+/* Written at open, before any other thread traces; read-only after. */
+static bool chrome;
+static int chrome_pid;
 
 enum kind { K_TASK, K_THREAD, K_COUNT, K_HOW, K_KEY };
 
@@ -102,7 +117,7 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-int sf__trace_open(const char *path)
+int sf__trace_open(const char *path, bool as_chrome)
 {
     int fd = 2;
     if (path != NULL) {
@@ -113,8 +128,20 @@ int sf__trace_open(const char *path)
     parse_specs();
     trace_fd = fd;
     t0_ns = sf__now_ns();
-    static const char header[] = SF_TRACE_HEADER "\n";
-    write_all(fd, header, sizeof header - 1);
+    chrome = as_chrome;
+    if (chrome) {
+        /* The first element, so that every later one starts with a comma. */
+        char open_array[160];
+        chrome_pid = (int)getpid();
+        int n = snprintf(open_array, sizeof open_array,
+                         "[{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\","
+                         "\"args\":{\"name\":\"libsf\"}}\n",
+                         chrome_pid);
+        write_all(fd, open_array, (size_t)n);
+    } else {
+        static const char header[] = SF_TRACE_HEADER "\n";
+        write_all(fd, header, sizeof header - 1);
+    }
     sf__trace_on = true;
     return 0;
 }
@@ -125,6 +152,8 @@ void sf__trace_close(void)
 {
     for (int i = 0, n = sf__registry_count(); i < n; i++)
         sf__trace_flush(sf__registry_get(i));
+    if (chrome)
+        write_all(trace_fd, "]\n", 2);
     if (trace_fd > 2)
         close(trace_fd);
     trace_fd = 2;
@@ -187,6 +216,100 @@ static int asleep(void)
     return a;
 }
 
+/* The Chrome trace. A task's slice is named by its kind, the how of its
+ * FStart as people say it. */
+static const char *const kind_name[SF__HOW_COUNT + 1] = {
+    [SF__HOW_INLINE] = "inline", [SF__HOW_POOL] = "pool",      [SF__HOW_STEAL] = "stolen",
+    [SF__HOW_DRAIN] = "drained", [SF__HOW_WAIT] = "wait-inlined",
+};
+
+/* A flow's id: the task's name T.N as one number (T < 2^11, N < 2^40: a
+ * JSON number stays exact below 2^53). */
+static unsigned long long flow_id(uint64_t s)
+{
+    return ((unsigned long long)sf__tag_thread(s) << 40) |
+           ((unsigned long long)sf__tag_seq(s) & ((1ull << 40) - 1));
+}
+
+/* Formats event ev of thread t at ns as JSON objects at p (room for
+ * LINE_MAX_BYTES); returns the bytes written, 0 for an event the Chrome
+ * trace leaves out (Do, Get, Submit...: the slices say what they did). */
+static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64_t a,
+                        uint64_t b, uint64_t ns)
+{
+    int n = 0, pid = chrome_pid, tid = t->id;
+    unsigned long long us = ns / 1000, frac = ns % 1000;
+#define OUT(...) (n += snprintf(p + n, (size_t)(LINE_MAX_BYTES - n), __VA_ARGS__))
+    if (!t->tnamed) {
+        t->tnamed = true;
+        if (tid == 0)
+            OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"thread_name\","
+                "\"args\":{\"name\":\"main\"}}\n", pid);
+        else
+            OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                "\"args\":{\"name\":\"%s %d\"}}\n",
+                pid, tid, t->is_worker ? "worker" : "thread", tid);
+        OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
+            "\"args\":{\"sort_index\":%d}}\n", pid, tid, tid);
+    }
+    switch (ev) {
+    case SF__EV_INIT:
+        OUT(",{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"init\",\"args\":{\"threads\":%llu,\"workers\":%llu}}\n",
+            pid, tid, us, frac, (unsigned long long)a, (unsigned long long)b);
+        break;
+    case SF__EV_FSTART: {
+        int from = sf__tag_thread(a);
+        unsigned long long seq = (unsigned long long)sf__tag_seq(a);
+        const char *kind = kind_name[b <= SF__HOW_COUNT ? b : SF__HOW_INLINE];
+        /* The arrow from the queuing thread: its start 1 ns before the
+         * slice, so that viewers that sort by time see it first; it binds
+         * to the slice running there then, if any. */
+        if (from != tid) {
+            uint64_t s_ns = ns > 0 ? ns - 1 : 0;
+            OUT(",{\"ph\":\"s\",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+                "\"name\":\"queued\",\"cat\":\"flow\"}\n",
+                flow_id(a), pid, from, (unsigned long long)(s_ns / 1000),
+                (unsigned long long)(s_ns % 1000));
+        }
+        OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"%s\","
+            "\"cat\":\"task\",\"args\":{\"task\":\"%d.%llu\",\"kind\":\"%s\",\"depth\":%d}}\n",
+            pid, tid, us, frac, kind, from, seq, kind, t->tdepth);
+        t->tdepth++;
+        /* bp "e": the arrow ends on the slice just begun (enclosing). */
+        if (from != tid)
+            OUT(",{\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":%d,\"tid\":%d,"
+                "\"ts\":%llu.%03llu,\"name\":\"queued\",\"cat\":\"flow\"}\n",
+                flow_id(a), pid, tid, us, frac);
+        break;
+    }
+    case SF__EV_FDONE:
+    case SF__EV_WAKE: /* a slice's end names nothing */
+        if (ev == SF__EV_FDONE)
+            t->tdepth--;
+        OUT(",{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu}\n", pid, tid, us,
+            frac);
+        break;
+    case SF__EV_SLEEP:
+        OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"asleep\","
+            "\"cat\":\"sleep\",\"args\":{\"task\":\"%d.%llu\"}}\n",
+            pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
+    case SF__EV_IDLE:
+        OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"idle\",\"cat\":\"idle\"}\n", pid, tid, us, frac);
+        break;
+    case SF__EV_SHUTDOWN:
+        OUT(",{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"shutdown\",\"args\":{\"drained\":%llu}}\n",
+            pid, tid, us, frac, (unsigned long long)a);
+        break;
+    default: break;
+    }
+#undef OUT
+    return n;
+}
+
 void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b)
 {
     if (t->tbuf == NULL && (t->tbuf = malloc(TBUF_BYTES)) == NULL)
@@ -195,6 +318,12 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
         sf__trace_flush(t);
     uint64_t ns = sf__now_ns() - t0_ns;
     char *p = t->tbuf + t->tlen;
+    if (chrome) {
+        t->tlen += (size_t)chrome_event(t, p, ev, a, b, ns);
+        return;
+    }
+    if (ev == SF__EV_FSTART && b == SF__HOW_WAIT)
+        b = SF__HOW_INLINE; /* the text trace does not tell them apart */
     /* Every argument is short (at most 20 digits twice, or a key and a
      * number), so a line always fits LINE_MAX_BYTES. */
     int n = snprintf(p, LINE_MAX_BYTES, "%d\t%lld\t%d\t%llu.%03llu\t%s", t->id, queued(),

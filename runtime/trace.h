@@ -1,7 +1,9 @@
 /*
  * trace.h - layer 4: SF_TRACE, the schedule trace. Its format is defined once
  * in trace_format.h (shared with tools/sftrace); docs/trace-format.md says
- * the same. Off, an event costs one predictable branch.
+ * the same. SF_TRACE=chrome writes the same events as Chrome Trace Event
+ * Format JSON instead (trace.c; docs/trace-format.md). Off, an event costs
+ * one predictable branch.
  */
 #ifndef SF_TRACE_H
 #define SF_TRACE_H
@@ -21,7 +23,11 @@ enum sf__how {
 #define SF__HOW_ENUM(id, name, meaning) SF__HOW_##id,
     SF_TRACE_HOWS(SF__HOW_ENUM)
 #undef SF__HOW_ENUM
-    SF__HOW_COUNT
+    SF__HOW_COUNT,
+    /* INLINE by a get's slow path (get.c: it submitted, found f still
+     * pending, and claimed it): counted and written "inline" in the text
+     * trace, "wait-inlined" in the Chrome trace. */
+    SF__HOW_WAIT = SF__HOW_COUNT
 };
 
 /* Tracing is on: set at start before any worker exists, cleared at stop
@@ -29,14 +35,16 @@ enum sf__how {
 extern bool sf__trace_on;
 
 /*
- * Starts tracing to path (NULL: stderr; the file is truncated) and writes the
- * header. Time 0 is this call (sf__trace_restart_clock moves it). Returns 0,
+ * Starts tracing to path (NULL: stderr; the file is truncated) in the text
+ * format (chrome false) or the Chrome Trace Event Format, and writes the
+ * header (text) or the opening of the JSON array (chrome). Time 0 is this call (sf__trace_restart_clock moves it). Returns 0,
  * or -1 with open(2)'s errno.
  */
-int sf__trace_open(const char *path);
+int sf__trace_open(const char *path, bool chrome);
 /* Makes now Time 0.000 (the Init line). */
 void sf__trace_restart_clock(void);
-/* Flushes every thread's buffer and stops tracing. Quiet runtime only. */
+/* Flushes every thread's buffer, closes the JSON array of a Chrome trace,
+ * and stops tracing. Quiet runtime only. */
 void sf__trace_close(void);
 /* In a child after fork(): stop tracing without writing the parent's
  * buffered lines (the parent writes them). */

@@ -148,7 +148,7 @@ static sf_config bad_config(int i)
     case 1: c.threads = SF_MAX_THREADS + 1; break;
     case 2: c.stack_size = 1000; break;
     case 3: c.stack_size = 64 * 1024 - 1; break;
-    case 4: c.trace = 3; break;
+    case 4: c.trace = SF_TRACE_CHROME + 1; break;
     case 5: c.trace = -1; break;
     }
     return c;

@@ -10,7 +10,8 @@ bin_PROGRAMS = tools/sftrace/sftrace
 # sftrace takes the trace format from the runtime's trace_format.h, a
 # freestanding header of macros (no libsf code, nothing to link); it is
 # listed in SOURCES so that `make dist` ships it with sftrace.
-tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h
+tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
+	tools/sftrace/schedule.h tools/sftrace/schedule.c tools/sftrace/svg.c
 tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
 
 # The test compares sftrace's output on a hand-written trace with the output
@@ -22,6 +23,8 @@ EXTRA_DIST += \
 	tools/sftrace/sample.trace \
 	tools/sftrace/sample.expected \
 	tools/sftrace/sample.counts \
+	tools/sftrace/sample.json \
+	tools/sftrace/sample.json.expected \
 	docs/trace-format.md
 
 # The layering of runtime/ (ARCHITECTURE.md's table), proved on the objects

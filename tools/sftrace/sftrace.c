@@ -11,7 +11,15 @@
  *   --sorted    the trace itself, sorted by time;
  *   --untimed   the same without the Time column, to compare runs;
  *   --counts    how many times each thread logged each event, by how;
- *   --timeline  a coarse text timeline, one row per thread.
+ *   --timeline  a coarse text timeline, one row per thread;
+ *   --schedule  per thread, tasks by kind, busy share, sleeps, the longest
+ *               wait, idle time (schedule.c; the default for a JSON trace);
+ *   --svg FILE, --png FILE  the schedule as a picture (svg.c).
+ *
+ * It also reads the Chrome JSON trace of SF_TRACE=chrome (an input whose
+ * first non-space character is '['): schedule.c turns it into the same
+ * schedule model that the text trace gives, for --schedule, --svg and
+ * --png; the other outputs and --check read the text format only.
  *
  * It also cross-checks the events against each other (every task queued once
  * and run at most once, FStart/FDone nested per thread, a Take followed by
@@ -37,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule.h"
 #include "trace_format.h"
 
 /* Task names are packed into one 64-bit key: thread in the top bits, sequence
@@ -349,6 +358,7 @@ static char *read_all(FILE *f, size_t *len)
     }
     if (ferror(f))
         die("%s: read error", in_name);
+    buf[n] = '\0'; /* room: the last read found at least 4096 bytes free */
     *len = n;
     return buf;
 }
@@ -1374,14 +1384,129 @@ static void print_timeline(void)
     }
 }
 
+/* The schedule model (schedule.h) of the text trace: FStart..FDone task
+ * slices with their nesting depth, Sleep..Wake sleeps, and Idle to the
+ * thread's next event. A thread that logs Take or Idle is a pool worker. */
+static void build_schedule(struct sched *sc)
+{
+    struct open {
+        double t0;
+        uint64_t task;
+        uint8_t kind;
+    };
+    struct st {
+        struct open *o;
+        size_t n, cap;
+        double idle_from;
+        int worker;
+    } *st = xcalloc(nthrs ? nthrs : 1, sizeof *st);
+    static const uint8_t kind_of_how[HOW_COUNT] = {
+        [HOW_INLINE] = SK_INLINE, [HOW_POOL] = SK_POOL, [HOW_STEAL] = SK_STOLEN,
+        [HOW_DRAIN] = SK_DRAINED};
+    for (size_t i = 0; i < nthrs; i++)
+        st[i].idle_from = -1;
+    for (size_t i = 0; i < nrecs; i++) {
+        const struct rec *r = &recs[i];
+        struct st *t = &st[r->thread];
+        double now = (double)r->time;
+        sched_thread(sc, r->thread);
+        sched_time(sc, now);
+        if (t->idle_from >= 0) {
+            sched_add(sc, r->thread, t->idle_from, now, SK_IDLE, 0, 0);
+            t->idle_from = -1;
+        }
+        switch (r->ev) {
+        case EV_INIT: sc->threads_cfg = r->arg[0]; break;
+        case EV_TAKE: t->worker = 1; break;
+        case EV_IDLE:
+            t->worker = 1;
+            t->idle_from = now;
+            break;
+        case EV_FSTART:
+        case EV_SLEEP:
+            if (t->n == t->cap) {
+                t->cap = t->cap ? t->cap * 2 : 16;
+                t->o = realloc(t->o, t->cap * sizeof *t->o);
+                if (t->o == NULL) {
+                    fprintf(stderr, "%s: out of memory\n", prog);
+                    exit(1);
+                }
+            }
+            t->o[t->n++] = (struct open){
+                now, task_of(r),
+                r->ev == EV_SLEEP ? SK_SLEEP : kind_of_how[arg_of(r, K_HOW)]};
+            break;
+        case EV_FDONE:
+        case EV_WAKE: {
+            /* A trace that fails --check may not pair them: skip, the
+             * warning has said so. */
+            uint8_t want_sleep = r->ev == EV_WAKE;
+            if (t->n == 0 || (t->o[t->n - 1].kind == SK_SLEEP) != want_sleep)
+                break;
+            struct open o = t->o[--t->n];
+            uint32_t depth = 0;
+            for (size_t k = 0; k < t->n; k++)
+                depth += t->o[k].kind != SK_SLEEP;
+            sched_add(sc, r->thread, o.t0, now, (enum sched_kind)o.kind, depth, o.task);
+            break;
+        }
+        default: break;
+        }
+    }
+    for (size_t i = 0; i < nthrs; i++) {
+        struct st *t = &st[i];
+        if (t->idle_from >= 0)
+            sched_add(sc, i, t->idle_from, sc->t_end, SK_IDLE, 0, 0);
+        while (t->n > 0) {
+            struct open o = t->o[--t->n];
+            uint32_t depth = 0;
+            for (size_t k = 0; k < t->n; k++)
+                depth += t->o[k].kind != SK_SLEEP;
+            sched_add(sc, i, o.t0, sc->t_end, (enum sched_kind)o.kind, depth, o.task);
+        }
+        free(t->o);
+        if (i < sc->nthr && t->worker)
+            snprintf(sc->thr[i].name, sizeof sc->thr[i].name, "worker %zu", i);
+    }
+    free(st);
+    sched_sort(sc);
+}
+
+/* --svg and --png, then --schedule (given, or the default of a JSON trace
+ * when no picture is asked for). Returns the exit status. */
+static int schedule_outputs(struct sched *sc, const char *svg, const char *png, int summary)
+{
+    if (svg != NULL) {
+        FILE *f = strcmp(svg, "-") == 0 ? stdout : fopen(svg, "w");
+        if (f == NULL) {
+            fprintf(stderr, "%s: %s: %s\n", prog, svg, strerror(errno));
+            return 1;
+        }
+        int bad = sched_svg(sc, f) != 0;
+        if (f != stdout)
+            bad |= fclose(f) != 0;
+        if (bad) {
+            fprintf(stderr, "%s: %s: write error\n", prog, svg);
+            return 1;
+        }
+    }
+    if (png != NULL && sched_png(sc, png) != 0)
+        return 1;
+    if (summary)
+        sched_summary(sc, stdout);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [--summary | --sorted | --untimed | --counts | --timeline [--width N]]\n"
-            "       [--check] [FILE]\n"
+            "usage: %s [--summary | --sorted | --untimed | --counts | --timeline [--width N]\n"
+            "       | --schedule] [--svg OUT.svg] [--png OUT.png] [--check] [FILE]\n"
             "       %s --events\n"
             "Reads a libsf trace (docs/trace-format.md) from FILE, or stdin if FILE\n"
-            "is absent or -, checks every line and sorts the lines by Time.\n"
+            "is absent or -, checks every line and sorts the lines by Time. A Chrome\n"
+            "JSON trace (SF_TRACE=chrome; its first non-space character is '[') is\n"
+            "read too, for --schedule (its default), --svg and --png.\n"
             "\n"
             "  --summary    (the default) per-thread summary: tasks run by how, busy\n"
             "               time, steals, sleeps and time asleep, idle time, the span\n"
@@ -1394,6 +1519,12 @@ static void usage(FILE *f)
             "  --width N    timeline columns (default %d)\n"
             "  --check      list every inconsistency between events on stderr and\n"
             "               exit 1 if there is one (without --check: one warning)\n"
+            "  --schedule   per thread: tasks run by kind, busy ms and share, sleeps,\n"
+            "               time asleep, the longest wait of one get, idle time\n"
+            "  --svg FILE   draw the schedule as SVG: a row per thread, time on an\n"
+            "               axis in ms, tasks coloured by kind, nesting in bands\n"
+            "  --png FILE   the same as PNG, through rsvg-convert (librsvg2-bin);\n"
+            "               without it, says so and exits 1\n"
             "  --events     print the table of events and hows as Markdown (the\n"
             "               one in docs/trace-format.md) and exit; reads no trace\n"
             "  --help       this text\n"
@@ -1405,9 +1536,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_TIMELINE } mode = M_SUMMARY;
+    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_TIMELINE, M_SCHEDULE } mode = M_SUMMARY;
     int mode_set = 0, check = 0, nofile = 1;
-    const char *path = NULL;
+    const char *path = NULL, *svg = NULL, *png = NULL;
     FILE *in;
 
     parse_specs();
@@ -1430,6 +1561,14 @@ int main(int argc, char **argv)
             m = M_TIMELINE;
         } else if (strcmp(s, "--summary") == 0) {
             m = M_SUMMARY;
+        } else if (strcmp(s, "--schedule") == 0) {
+            m = M_SCHEDULE;
+        } else if (strcmp(s, "--svg") == 0 || strcmp(s, "--png") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+                fprintf(stderr, "%s: %s wants an output file\n", prog, s);
+                return 2;
+            }
+            *(s[2] == 's' ? &svg : &png) = argv[++i];
         } else if (strcmp(s, "--check") == 0) {
             check = 1;
         } else if (strcmp(s, "--width") == 0 || strncmp(s, "--width=", 8) == 0) {
@@ -1457,8 +1596,8 @@ int main(int argc, char **argv)
         }
         if (m >= 0) {
             if (mode_set && (int)mode != m) {
-                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts and --timeline "
-                        "exclude each other\n", prog);
+                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts, --timeline and "
+                        "--schedule exclude each other\n", prog);
                 return 2;
             }
             mode = m;
@@ -1482,6 +1621,28 @@ int main(int argc, char **argv)
     in_buf = read_all(in, &len);
     if (!nofile)
         fclose(in);
+    struct sched sc;
+    memset(&sc, 0, sizeof sc);
+    sc.name = nofile ? "<stdin>" : path;
+    size_t first = strspn(in_buf, " \t\r\n"); /* in_buf ends in a NUL */
+    if (first < len && in_buf[first] == '[') { /* the Chrome JSON trace */
+        if (check || (mode_set && mode != M_SUMMARY && mode != M_SCHEDULE)) {
+            fprintf(stderr, "%s: %s is a Chrome JSON trace: only --schedule (or --summary), "
+                    "--svg and --png read it\n", prog, in_name);
+            return 2;
+        }
+        if (sched_read_json(&sc, in_buf, len) != 0) {
+            sched_free(&sc);
+            return 1;
+        }
+        int rc = schedule_outputs(&sc, svg, png, mode_set || (svg == NULL && png == NULL));
+        sched_free(&sc);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "%s: write error\n", prog);
+            return 1;
+        }
+        return rc;
+    }
     parse_input(len);
     /* the runtime ends every line; a last line without one was cut short
      * (every line but the header made a record, so it is line nrecs + 1) */
@@ -1540,7 +1701,15 @@ int main(int argc, char **argv)
                 prog, in_name, nproblems + problems_dropped, problems_dropped ? "+" : "");
     }
 
-    if (mode == M_SORTED)
+    int pic_rc = 0;
+    if (mode == M_SCHEDULE || svg != NULL || png != NULL) {
+        build_schedule(&sc);
+        pic_rc = schedule_outputs(&sc, svg, png, mode == M_SCHEDULE);
+        sched_free(&sc);
+    }
+    if (mode == M_SCHEDULE || ((svg != NULL || png != NULL) && !mode_set))
+        ; /* printed above, or a picture was all that was asked */
+    else if (mode == M_SORTED)
         print_sorted();
     else if (mode == M_UNTIMED)
         print_untimed();
@@ -1558,5 +1727,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: write error\n", prog);
         return 1;
     }
-    return check && nproblems ? 1 : 0;
+    return pic_rc != 0 || (check && nproblems) ? 1 : 0;
 }

@@ -6,6 +6,15 @@
 # trace; and checks that the tables of docs/trace-format.md are exactly what
 # sftrace --events prints from runtime/trace_format.h.
 #
+# The Chrome JSON trace: the schedule summary of a hand-written one
+# (sample.json, summary worked out by hand in sample.json.expected), the
+# same without its closing bracket, errors for bad JSON and for text-only
+# options; the SVG of both formats (well-formed XML by xmllint when it is
+# installed, else by a structural check; one row per thread; the legend);
+# --png without rsvg-convert (a one-line error, no file) and with it (a
+# real PNG; SKIP when rsvg-convert is not installed - tools/deps installs
+# it).
+#
 # Run by `make check` from the build directory; automake exports srcdir, so
 # the data is found from a VPATH build too. SFTRACE overrides the binary.
 # Everything goes through stdin so that no path appears in the output.
@@ -82,7 +91,7 @@ EOH
 } >"$out"
 
 # TAP: one test point per comparison; the driver counts them (Makefile.am).
-echo "1..4"
+echo "1..12"
 n=0
 # point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
 point() {
@@ -112,5 +121,115 @@ sed -n '/^<!-- begin sftrace events table -->$/,/^<!-- end sftrace events table 
     "$docs" | sed '1d;$d' >"$want"
 "$sftrace" --events >"$out" 2>&1
 point "the tables of docs/trace-format.md are sftrace --events" "$want" "$out"
+
+# ---- the Chrome JSON trace ----
+"$sftrace" <"$dir/sample.json" >"$out" 2>&1
+point "the JSON summary matches sample.json.expected" "$dir/sample.json.expected" "$out"
+
+sed '$d' "$dir/sample.json" | "$sftrace" >"$out" 2>&1
+point "a JSON trace without its closing ] reads the same" "$dir/sample.json.expected" "$out"
+
+{
+    printf '[{"ph":"B","tid":0,"ts":1,}]' | run "trailing comma"
+    printf '[{"ph":"E","tid":0,"ts":1}]' | run "E without B"
+    printf '[{"ph":"i","tid":0,"ts":01}]' | run "leading zero"
+    printf '[{"ph":"i","tid":0,"ts":1}] x' | run "text after the array"
+    run "--sorted on JSON" --sorted <"$dir/sample.json"
+    run "--check on JSON" --check <"$dir/sample.json"
+} >"$out"
+cat >"$want" <<'EOW'
+== trailing comma
+sftrace: <stdin>: byte 26: expected a key
+exit 1
+== E without B
+sftrace: <stdin>: byte 26: an E event with no open slice on its thread
+exit 1
+== leading zero
+sftrace: <stdin>: byte 25: expected ',' or '}'
+exit 1
+== text after the array
+sftrace: <stdin>: byte 28: text after the closing ']'
+exit 1
+== --sorted on JSON
+sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --svg and --png read it
+exit 2
+== --check on JSON
+sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --svg and --png read it
+exit 2
+EOW
+point "bad JSON and text-only options are refused with the byte" "$want" "$out"
+
+# svg_ok FILE ROWS NAMES...: well-formed, ROWS rows, each name, the legend.
+svg_ok() {
+    f=$1
+    rows=$2
+    shift 2
+    if command -v xmllint >/dev/null 2>&1; then
+        xmllint --noout "$f" 2>&1 || return 1
+    else
+        # no XML parser: the document's frame, and as many closing tags
+        # of the elements sftrace nests as opening ones
+        head -n 1 "$f" | grep -q '^<?xml version="1.0"' || return 1
+        tail -n 1 "$f" | grep -qx '</svg>' || return 1
+        [ "$(grep -c '<g ' "$f")" = "$(grep -c '</g>' "$f")" ] || return 1
+    fi
+    [ "$(grep -c '<g class="row"' "$f")" = "$rows" ] || { echo "not $rows rows"; return 1; }
+    grep -q '<g class="legend">' "$f" || { echo "no legend"; return 1; }
+    for name in "$@"; do
+        grep -q "font-weight=\"bold\">$name</text>" "$f" || { echo "no row $name"; return 1; }
+    done
+    for kind in inline wait-inlined pool stolen drained asleep idle; do
+        grep -q ">$kind: " "$f" || { echo "no legend entry $kind"; return 1; }
+    done
+}
+
+# point_ok TITLE COMMAND...: ok when the command succeeds.
+point_ok() {
+    n=$((n + 1))
+    title=$1
+    shift
+    if "$@" >"$want.diff" 2>&1; then
+        echo "ok $n - $title"
+    else
+        echo "not ok $n - $title"
+        sed 's/^/# /' "$want.diff"
+    fi
+}
+
+svg=$out.svg
+png=$out.png
+trap 'rm -f "$out" "$want" "$svg" "$png" "$want.diff"' EXIT
+point_ok "--svg alone writes the picture and prints nothing" \
+    sh -c '"$1" --svg "$2" <"$3" >"$4" && [ -s "$2" ] && [ ! -s "$4" ]' sh "$sftrace" "$svg" \
+    "$dir/sample.json" "$out"
+svg_json_ok() { "$sftrace" --svg "$svg" <"$dir/sample.json" && svg_ok "$svg" 3 main "worker 1" "thread 2"; }
+point_ok "the JSON trace's SVG has rows main, worker 1, thread 2 and the legend" svg_json_ok
+svg_text_ok() { "$sftrace" --svg "$svg" <"$dir/sample.trace" && svg_ok "$svg" 2 main "worker 1"; }
+point_ok "the text trace's SVG has rows main, worker 1 and the legend" svg_text_ok
+
+# Without rsvg-convert on PATH: one line, exit 1, no file.
+no_rsvg() {
+    rm -f "$png"
+    msg=$(PATH=/nonexistent "$sftrace" --png "$png" <"$dir/sample.json" 2>&1)
+    rc=$?
+    [ $rc = 1 ] && [ ! -e "$png" ] &&
+        [ "$msg" = "sftrace: --png needs rsvg-convert (Debian: apt-get install librsvg2-bin), which is not on PATH; no PNG written" ] ||
+        { echo "exit $rc: $msg"; return 1; }
+}
+point_ok "--png without rsvg-convert says so and writes nothing" no_rsvg
+
+n=$((n + 1))
+if command -v rsvg-convert >/dev/null 2>&1; then
+    rm -f "$png"
+    if "$sftrace" --png "$png" <"$dir/sample.json" >"$want.diff" 2>&1 &&
+        [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+        echo "ok $n - --png writes a PNG through rsvg-convert"
+    else
+        echo "not ok $n - --png writes a PNG through rsvg-convert"
+        sed 's/^/# /' "$want.diff"
+    fi
+else
+    echo "ok $n - --png writes a PNG through rsvg-convert # SKIP rsvg-convert is not installed (tools/deps installs librsvg2-bin)"
+fi
 rm -f "$want.diff"
 exit 0

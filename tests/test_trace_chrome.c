@@ -1,0 +1,690 @@
+/*
+ * test_trace_chrome.c - SF_TRACE=chrome: the trace is Chrome Trace Event
+ * Format JSON (docs/trace-format.md) that viewers can load, whatever the
+ * threads did.
+ *
+ * The test parses each trace with its own strict JSON parser (RFC 8259: one
+ * value, no trailing commas, no comments, escapes and numbers by the
+ * grammar) and checks, for workloads with nesting, pool workers, sleeping
+ * getters and threads that libsf did not start, at SF_THREADS 1, 2 and 4:
+ *  - the file is one JSON array of event objects, each with ph, pid, tid,
+ *    and ts where the format needs it;
+ *  - per thread, the slices (B/E) nest: every E closes the latest open B of
+ *    its thread, none is left open at shutdown, time never goes back, and a
+ *    task slice's args.depth is the number of task slices open under it;
+ *  - every flow has both ends: one "s" and one "f" per id, on different
+ *    threads, the "f" right inside the slice of the task it names (the
+ *    task's queuing thread is the "s" thread), one flow per task that ran
+ *    on a thread other than the one that queued it;
+ *  - the task slices are the tasks sf_stats counts as run, by kind; the
+ *    sleep slices are its sleeps; every thread with a slice is named.
+ * A process that exits without sf_shutdown() leaves the array unclosed:
+ * the file plus "]" must then be valid JSON (what the docs promise).
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- a strict JSON parser into a small tree ---- */
+
+enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jv {
+    enum jt t;
+    double num;        /* J_NUM; J_BOOL: 0 or 1 */
+    char *str;         /* J_STR */
+    size_t n;          /* J_ARR, J_OBJ: elements */
+    struct jv *items;  /* J_ARR, J_OBJ: values */
+    char **keys;       /* J_OBJ */
+};
+
+struct jp {
+    const char *s;
+    size_t i;
+    const char *err; /* the first error, or NULL */
+    size_t err_at;
+};
+
+static void jfail(struct jp *p, const char *why)
+{
+    if (p->err == NULL) {
+        p->err = why;
+        p->err_at = p->i;
+    }
+}
+
+static void jws(struct jp *p)
+{
+    while (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')
+        p->i++;
+}
+
+static int jhex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* A string at p->i (the opening quote); returns it malloc'd, ASCII escapes
+ * decoded (\u of a non-ASCII code point is kept as '?': the test needs no
+ * more), or NULL on error. */
+static char *jstring(struct jp *p)
+{
+    size_t cap = 16, n = 0;
+    char *o = malloc(cap);
+    ck_assert_ptr_nonnull(o);
+    p->i++;
+    for (;;) {
+        unsigned char c = (unsigned char)p->s[p->i];
+        if (c == '\0') {
+            jfail(p, "unterminated string");
+            free(o);
+            return NULL;
+        }
+        if (c < 0x20) {
+            jfail(p, "control character in a string");
+            free(o);
+            return NULL;
+        }
+        p->i++;
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            char e = p->s[p->i++];
+            switch (e) {
+            case '"': case '\\': case '/': c = (unsigned char)e; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'u': {
+                int v = 0;
+                for (int k = 0; k < 4; k++) {
+                    int h = jhex(p->s[p->i]);
+                    if (h < 0) {
+                        jfail(p, "bad \\u escape");
+                        free(o);
+                        return NULL;
+                    }
+                    v = v * 16 + h;
+                    p->i++;
+                }
+                c = v < 0x80 ? (unsigned char)v : '?';
+                break;
+            }
+            default:
+                jfail(p, "bad escape");
+                free(o);
+                return NULL;
+            }
+        }
+        if (n + 2 > cap)
+            ck_assert_ptr_nonnull(o = realloc(o, cap *= 2));
+        o[n++] = (char)c;
+    }
+    o[n] = '\0';
+    return o;
+}
+
+/* A number by the JSON grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool jnumber(struct jp *p, double *out)
+{
+    size_t b = p->i;
+    const char *s = p->s;
+    if (s[p->i] == '-')
+        p->i++;
+    if (s[p->i] == '0')
+        p->i++;
+    else if (s[p->i] >= '1' && s[p->i] <= '9')
+        while (s[p->i] >= '0' && s[p->i] <= '9')
+            p->i++;
+    else
+        return jfail(p, "bad number"), false;
+    if (s[p->i] == '.') {
+        p->i++;
+        if (!(s[p->i] >= '0' && s[p->i] <= '9'))
+            return jfail(p, "bad fraction"), false;
+        while (s[p->i] >= '0' && s[p->i] <= '9')
+            p->i++;
+    }
+    if (s[p->i] == 'e' || s[p->i] == 'E') {
+        p->i++;
+        if (s[p->i] == '+' || s[p->i] == '-')
+            p->i++;
+        if (!(s[p->i] >= '0' && s[p->i] <= '9'))
+            return jfail(p, "bad exponent"), false;
+        while (s[p->i] >= '0' && s[p->i] <= '9')
+            p->i++;
+    }
+    *out = strtod(s + b, NULL);
+    return true;
+}
+
+static bool jvalue(struct jp *p, struct jv *v, int depth);
+
+/* An array or object at p->i (its opening bracket). */
+static bool jcontainer(struct jp *p, struct jv *v, int depth, bool obj)
+{
+    size_t cap = 0;
+    v->t = obj ? J_OBJ : J_ARR;
+    p->i++;
+    jws(p);
+    if (p->s[p->i] == (obj ? '}' : ']')) {
+        p->i++;
+        return true;
+    }
+    for (;;) {
+        if (v->n == cap) {
+            cap = cap ? cap * 2 : 8;
+            ck_assert_ptr_nonnull(v->items = realloc(v->items, cap * sizeof *v->items));
+            if (obj)
+                ck_assert_ptr_nonnull(v->keys = realloc(v->keys, cap * sizeof *v->keys));
+        }
+        jws(p);
+        if (obj) {
+            if (p->s[p->i] != '"')
+                return jfail(p, "object key is not a string"), false;
+            if ((v->keys[v->n] = jstring(p)) == NULL)
+                return false;
+            jws(p);
+            if (p->s[p->i] != ':')
+                return jfail(p, "no ':' after a key"), false;
+            p->i++;
+        }
+        memset(&v->items[v->n], 0, sizeof v->items[0]);
+        if (!jvalue(p, &v->items[v->n], depth + 1))
+            return false;
+        v->n++;
+        jws(p);
+        char c = p->s[p->i];
+        if (c == ',') {
+            p->i++;
+            continue;
+        }
+        if (c == (obj ? '}' : ']')) {
+            p->i++;
+            return true;
+        }
+        return jfail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'"), false;
+    }
+}
+
+static bool jvalue(struct jp *p, struct jv *v, int depth)
+{
+    if (depth > 64)
+        return jfail(p, "nested too deep"), false;
+    jws(p);
+    const char *s = p->s + p->i;
+    switch (*s) {
+    case '{': return jcontainer(p, v, depth, true);
+    case '[': return jcontainer(p, v, depth, false);
+    case '"': v->t = J_STR; return (v->str = jstring(p)) != NULL;
+    case 't':
+        if (strncmp(s, "true", 4) != 0)
+            break;
+        p->i += 4, v->t = J_BOOL, v->num = 1;
+        return true;
+    case 'f':
+        if (strncmp(s, "false", 5) != 0)
+            break;
+        p->i += 5, v->t = J_BOOL, v->num = 0;
+        return true;
+    case 'n':
+        if (strncmp(s, "null", 4) != 0)
+            break;
+        p->i += 4, v->t = J_NULL;
+        return true;
+    default:
+        if (*s == '-' || (*s >= '0' && *s <= '9')) {
+            v->t = J_NUM;
+            return jnumber(p, &v->num);
+        }
+    }
+    return jfail(p, "not a JSON value"), false;
+}
+
+static void jfree(struct jv *v)
+{
+    for (size_t k = 0; k < v->n; k++) {
+        jfree(&v->items[k]);
+        if (v->t == J_OBJ)
+            free(v->keys[k]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->str);
+}
+
+/* Parses text as exactly one JSON value; fails the test, quoting where,
+ * unless it is valid. */
+static struct jv jparse(const char *text, const char *what)
+{
+    struct jp p = {text, 0, NULL, 0};
+    struct jv v;
+    memset(&v, 0, sizeof v);
+    if (jvalue(&p, &v, 0)) {
+        jws(&p);
+        if (p.s[p.i] != '\0')
+            jfail(&p, "text after the JSON value");
+    }
+    ck_assert_msg(p.err == NULL, "%s is not valid JSON: %s at byte %zu: \"%.60s\"", what, p.err,
+                  p.err_at, text + p.err_at);
+    return v;
+}
+
+static const struct jv *jget(const struct jv *o, const char *key)
+{
+    if (o == NULL || o->t != J_OBJ)
+        return NULL;
+    for (size_t k = 0; k < o->n; k++)
+        if (strcmp(o->keys[k], key) == 0)
+            return &o->items[k];
+    return NULL;
+}
+
+static const char *jstr(const struct jv *o, const char *key)
+{
+    const struct jv *v = jget(o, key);
+    return v != NULL && v->t == J_STR ? v->str : NULL;
+}
+
+/* o[key] as a number; fails the test unless it is one. */
+static double jnum(const struct jv *o, const char *key, size_t ev)
+{
+    const struct jv *v = jget(o, key);
+    ck_assert_msg(v != NULL && v->t == J_NUM, "event %zu: \"%s\" is not a number", ev, key);
+    return v->num;
+}
+
+/* ---- the checks ---- */
+
+#define MAX_TID 64
+#define MAX_FLOWS 200000
+
+struct tally {
+    uint64_t kind[5]; /* slices by kind, in the order of kinds[] */
+    uint64_t tasks, sleeps, flows, foreign_runs;
+};
+
+static const char *const kinds[5] = {"inline", "wait-inlined", "pool", "stolen", "drained"};
+
+struct flow {
+    double id;
+    int s_tid, f_tid, s_n, f_n;
+};
+
+static struct flow *flow_of(struct flow *fl, size_t *nfl, double id)
+{
+    for (size_t k = 0; k < *nfl; k++)
+        if (fl[k].id == id)
+            return &fl[k];
+    ck_assert_uint_lt(*nfl, MAX_FLOWS);
+    fl[*nfl] = (struct flow){id, -1, -1, 0, 0};
+    return &fl[(*nfl)++];
+}
+
+/* Checks every rule of the top comment on the parsed trace; `closed`: the
+ * runtime shut down (no slice may be left open). */
+static struct tally check_trace(const struct jv *root, bool closed)
+{
+    struct tally t;
+    memset(&t, 0, sizeof t);
+    ck_assert_msg(root->t == J_ARR, "the trace is not a JSON array");
+    ck_assert_uint_gt(root->n, 0);
+    /* Per thread: the open slices (event index; task or not), the last
+     * time of a slice event, whether it is named. */
+    static size_t open[MAX_TID][4096];
+    static bool open_task[MAX_TID][4096];
+    int nopen[MAX_TID] = {0}, task_open[MAX_TID] = {0};
+    double last_ts[MAX_TID];
+    bool named[MAX_TID] = {false}, sliced[MAX_TID] = {false};
+    for (int k = 0; k < MAX_TID; k++)
+        last_ts[k] = -1;
+    struct flow *fl = calloc(MAX_FLOWS, sizeof *fl);
+    ck_assert_ptr_nonnull(fl);
+    size_t nfl = 0;
+    pid_t pid = 0;
+    for (size_t e = 0; e < root->n; e++) {
+        const struct jv *ev = &root->items[e];
+        ck_assert_msg(ev->t == J_OBJ, "event %zu is not an object", e);
+        const char *ph = jstr(ev, "ph");
+        ck_assert_msg(ph != NULL && strlen(ph) == 1, "event %zu: no one-letter \"ph\"", e);
+        double dpid = jnum(ev, "pid", e), dtid = jnum(ev, "tid", e);
+        if (e == 0)
+            pid = (pid_t)dpid;
+        ck_assert_msg(dpid == pid, "event %zu: pid %g, not the first event's %d", e, dpid, pid);
+        ck_assert_msg(dtid >= 0 && dtid < MAX_TID && dtid == floor(dtid), "event %zu: tid %g",
+                      e, dtid);
+        int tid = (int)dtid;
+        if (*ph == 'M') {
+            const char *name = jstr(ev, "name");
+            ck_assert_ptr_nonnull(name);
+            if (strcmp(name, "thread_name") == 0) {
+                const char *tn = jstr(jget(ev, "args"), "name");
+                ck_assert_msg(tn != NULL, "thread_name without args.name");
+                char want[32];
+                if (tid == 0)
+                    snprintf(want, sizeof want, "main");
+                else if (strncmp(tn, "worker ", 7) == 0)
+                    snprintf(want, sizeof want, "worker %d", tid);
+                else
+                    snprintf(want, sizeof want, "thread %d", tid);
+                ck_assert_str_eq(tn, want);
+                ck_assert_msg(!named[tid], "thread %d named twice", tid);
+                named[tid] = true;
+            }
+            continue;
+        }
+        double ts = jnum(ev, "ts", e);
+        ck_assert_msg(ts >= 0, "event %zu: negative ts", e);
+        if (*ph == 's' || *ph == 'f') {
+            /* Written by the thread that ran the task, so not in the
+             * order of the start thread's own events: not timed here. */
+            const char *cat = jstr(ev, "cat");
+            ck_assert_msg(cat != NULL && strcmp(cat, "flow") == 0, "event %zu: flow cat", e);
+            struct flow *f = flow_of(fl, &nfl, jnum(ev, "id", e));
+            if (*ph == 's') {
+                f->s_n++;
+                f->s_tid = tid;
+            } else {
+                f->f_n++;
+                f->f_tid = tid;
+                const char *bp = jstr(ev, "bp");
+                ck_assert_msg(bp != NULL && strcmp(bp, "e") == 0, "event %zu: f without bp e", e);
+                /* Right inside the slice of its task, begun at its time. */
+                ck_assert_msg(nopen[tid] > 0 && open_task[tid][nopen[tid] - 1],
+                              "event %zu: a flow end outside a task slice", e);
+                const struct jv *b = &root->items[open[tid][nopen[tid] - 1]];
+                ck_assert_msg(jnum(b, "ts", e) == ts, "event %zu: flow end not at its slice", e);
+                unsigned qt = 0;
+                unsigned long long seq = 0;
+                ck_assert_int_eq(sscanf(jstr(jget(b, "args"), "task"), "%u.%llu", &qt, &seq), 2);
+                ck_assert_msg(f->id == (double)(((unsigned long long)qt << 40) | seq),
+                              "event %zu: flow id is not its task's", e);
+                ck_assert_int_ne((int)qt, tid);
+            }
+            continue;
+        }
+        ck_assert_msg(ts >= last_ts[tid], "event %zu: time goes back on thread %d", e, tid);
+        last_ts[tid] = ts;
+        ck_assert_msg(named[tid], "event %zu: thread %d logs before its thread_name", e, tid);
+        if (*ph == 'B') {
+            const char *cat = jstr(ev, "cat"), *name = jstr(ev, "name");
+            ck_assert_msg(cat != NULL && name != NULL, "event %zu: B without cat or name", e);
+            const struct jv *args = jget(ev, "args");
+            bool task = strcmp(cat, "task") == 0;
+            if (task) {
+                int k = 0;
+                while (k < 5 && strcmp(name, kinds[k]) != 0)
+                    k++;
+                ck_assert_msg(k < 5, "event %zu: task slice of kind \"%s\"", e, name);
+                ck_assert_str_eq(jstr(args, "kind"), name);
+                ck_assert_msg(jnum(args, "depth", e) == task_open[tid],
+                              "event %zu: depth %g, but %d task slices are open", e,
+                              jnum(args, "depth", e), task_open[tid]);
+                unsigned qt = 0;
+                unsigned long long seq = 0;
+                const char *tn = jstr(args, "task");
+                ck_assert_msg(tn != NULL && sscanf(tn, "%u.%llu", &qt, &seq) == 2,
+                              "event %zu: args.task", e);
+                if ((int)qt != tid)
+                    t.foreign_runs++;
+                t.kind[k]++;
+                t.tasks++;
+                task_open[tid]++;
+                sliced[tid] = true;
+            } else {
+                ck_assert_msg(strcmp(cat, "sleep") == 0 && strcmp(name, "asleep") == 0,
+                              "event %zu: a slice of cat \"%s\"", e, cat);
+                ck_assert_ptr_nonnull(jstr(args, "task"));
+                t.sleeps++;
+            }
+            ck_assert_int_lt(nopen[tid], 4096);
+            open_task[tid][nopen[tid]] = task;
+            open[tid][nopen[tid]++] = e;
+        } else if (*ph == 'E') {
+            ck_assert_msg(nopen[tid] > 0, "event %zu: E with no open slice on thread %d", e, tid);
+            if (open_task[tid][--nopen[tid]])
+                task_open[tid]--;
+        } else {
+            ck_assert_msg(*ph == 'i', "event %zu: unknown ph \"%s\"", e, ph);
+            ck_assert_ptr_nonnull(jstr(ev, "name"));
+        }
+    }
+    for (int k = 0; k < MAX_TID; k++) {
+        if (closed)
+            ck_assert_msg(nopen[k] == 0, "thread %d: %d slices left open", k, nopen[k]);
+        ck_assert_msg(!sliced[k] || named[k], "thread %d has slices and no name", k);
+    }
+    for (size_t k = 0; k < nfl; k++) {
+        ck_assert_msg(fl[k].s_n == 1 && fl[k].f_n == 1, "flow %.0f: %d starts, %d ends", fl[k].id,
+                      fl[k].s_n, fl[k].f_n);
+        ck_assert_int_ne(fl[k].s_tid, fl[k].f_tid);
+    }
+    t.flows = nfl;
+    ck_assert_uint_eq(t.flows, t.foreign_runs);
+    free(fl);
+    return t;
+}
+
+/* ---- the workloads ---- */
+
+/* A task that says it started, then runs until a getter has slept (or
+ * 10 s pass, when the test's sleep count fails): getters on it block, and
+ * one sleeps however loaded the machine is. */
+static atomic_int slow_started;
+static void *slow_task(void *arg)
+{
+    atomic_store(&slow_started, 1);
+    double until = tu_now_ms() + 10000;
+    sf_stats s;
+    do
+        tu_sleep_ms(1);
+    while (sf_stats_read(&s) == 0 && s.sleeps == 0 && tu_now_ms() < until);
+    return tu_fib(arg);
+}
+
+/* A thread libsf did not start: forks and joins its own fib, then gets a
+ * future of thread 0 that is running there (it blocks, and may sleep). */
+static void *foreign(void *arg)
+{
+    sf_future *slow = arg;
+    sf_future *f = sf_do(tu_fib, (void *)12L);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_eq(sf_get(f), (void *)144L);
+    sf_release(f);
+    ck_assert_int_eq(tu_wait_flag(&slow_started, 10000), 1);
+    ck_assert_ptr_eq(sf_get(slow), (void *)55L);
+    return NULL;
+}
+
+/* A foreign thread gets a task thread 0 queued and nobody took. */
+static void *foreign_get(void *arg)
+{
+    return sf_get(arg);
+}
+
+/* Nesting (fib), a future got by two threads (one blocks), a foreign
+ * thread's own tasks, a task of thread 0 run by a foreign get. */
+static void workload(void)
+{
+    sf_future *f = sf_do(tu_fib, (void *)15L);
+    ck_assert_ptr_eq(sf_get(f), (void *)610L);
+    sf_release(f);
+
+    atomic_store(&slow_started, 0);
+    sf_future *slow = sf_do(slow_task, (void *)10L);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, foreign, slow), 0);
+    ck_assert_ptr_eq(sf_get(slow), (void *)55L);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    sf_release(slow);
+
+    sf_future *g = sf_do(tu_fib, (void *)9L);
+    ck_assert_ptr_eq(tu_run_on_thread(foreign_get, g, 0), (void *)34L);
+    ck_assert_ptr_eq(sf_get(g), (void *)34L);
+    sf_release(g);
+}
+
+static const int threads_of[] = {1, 2, 4};
+
+/* The workload at 1, 2 and 4 threads; the trace checks and matches the
+ * stats. */
+START_TEST(chrome_workload)
+{
+    int threads = threads_of[_i];
+    char path[256];
+    tu_tmp_path(path, sizeof path, "chrome");
+    tu_env_threads(threads);
+    setenv("SF_TRACE", "chrome", 1);
+    setenv("SF_TRACE_FILE", path, 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    workload();
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.discarded, 0);
+    sf_shutdown();
+
+    char *text = tu_read_file(path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(text[0] == '[', "the trace does not open the array");
+    struct jv root = jparse(text, path);
+    struct tally t = check_trace(&root, true);
+    ck_assert_uint_eq(t.tasks, s.created);
+    ck_assert_uint_eq(t.tasks, s.run_inline + s.run_pool + s.run_stolen);
+    ck_assert_uint_eq(t.kind[0] + t.kind[1], s.run_inline);
+    ck_assert_uint_eq(t.kind[2], s.run_pool);
+    ck_assert_uint_eq(t.kind[3], s.run_stolen);
+    ck_assert_uint_eq(t.kind[4], 0);
+    ck_assert_uint_eq(t.sleeps, s.sleeps);
+    /* The foreign getter of the slow task has nothing to run until it
+     * sleeps. */
+    ck_assert_uint_ge(t.sleeps, 1);
+    /* The foreign get ran thread 0's task: at least that one flow, and a
+     * wait-inlined slice (the get left the fast path: not its own queue). */
+    ck_assert_uint_ge(t.flows, 1);
+    ck_assert_uint_ge(t.kind[1], 1);
+    /* No pool at one thread (the foreign threads' gets may still steal:
+     * they help while they wait). */
+    if (threads == 1)
+        ck_assert_uint_eq(t.kind[2], 0);
+    /* The last event closes the array on its own line. */
+    size_t n = strlen(text);
+    ck_assert_msg(n >= 2 && strcmp(text + n - 2, "]\n") == 0, "the trace does not end in ]");
+    jfree(&root);
+    free(text);
+    unlink(path);
+}
+END_TEST
+
+/* sf_config.trace = SF_TRACE_CHROME wins over SF_TRACE; tasks still
+ * pending at shutdown are drained slices. */
+START_TEST(chrome_from_config_with_drain)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "chrome-cfg");
+    tu_env_threads(2);
+    setenv("SF_TRACE", "0", 1);
+    sf_config cfg = {0};
+    cfg.trace = SF_TRACE_CHROME;
+    cfg.trace_file = path;
+    ck_assert_int_eq(sf_init(&cfg), 0);
+    sf_future *f = sf_do(tu_fib, (void *)10L);
+    ck_assert_ptr_eq(sf_get(f), (void *)55L);
+    sf_release(f);
+    /* Queued and never got: the pool does not take it (lazy), the shutdown
+     * runs it. */
+    ck_assert_ptr_nonnull(sf_do(tu_fib, (void *)1L));
+    sf_shutdown();
+    char *text = tu_read_file(path);
+    ck_assert_ptr_nonnull(text);
+    struct jv root = jparse(text, path);
+    struct tally t = check_trace(&root, true);
+    ck_assert_uint_eq(t.tasks, 1 + tu_fib_tasks(10) + 1);
+    ck_assert_uint_eq(t.kind[4], 1);
+    jfree(&root);
+    free(text);
+    unlink(path);
+}
+END_TEST
+
+/* A bad sf_config.trace is still EINVAL. */
+START_TEST(chrome_config_range)
+{
+    tu_env_threads(1);
+    sf_config cfg = {0};
+    cfg.trace = SF_TRACE_CHROME + 1;
+    errno = 0;
+    ck_assert_int_eq(sf_init(&cfg), -1);
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/* A process that exits without sf_shutdown(): what its threads flushed is
+ * whole events, and the array is not closed; with "]" appended it is valid
+ * JSON (the Chrome loader accepts it as it is). */
+START_TEST(chrome_exit_without_shutdown)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "chrome-exit");
+    tu_env_threads(2);
+    setenv("SF_TRACE", "CHROME", 1);
+    setenv("SF_TRACE_FILE", path, 1);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (sf_init(NULL) != 0)
+            _exit(3);
+        sf_future *f = sf_do(tu_fib, (void *)14L);
+        long r = (long)sf_get(f);
+        _exit(r == 377 ? 0 : 4);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed: %d", status);
+    char *text = tu_read_file(path);
+    ck_assert_ptr_nonnull(text);
+    size_t n = strlen(text);
+    ck_assert_msg(n > 0 && text[0] == '[' && text[n - 1] == '\n', "not a flushed array");
+    ck_assert_ptr_null(strstr(text, "]\n"));
+    char *closed = malloc(n + 2);
+    ck_assert_ptr_nonnull(closed);
+    memcpy(closed, text, n);
+    memcpy(closed + n, "]", 2);
+    struct jv root = jparse(closed, "the trace plus \"]\"");
+    (void)check_trace(&root, false);
+    jfree(&root);
+    free(closed);
+    free(text);
+    unlink(path);
+}
+END_TEST
+
+static Suite *trace_chrome_suite(void)
+{
+    Suite *s = suite_create("trace_chrome");
+    TCase *tc = tcase_create("trace_chrome");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, chrome_workload, 0, (int)(sizeof threads_of / sizeof threads_of[0]));
+    tcase_add_test(tc, chrome_from_config_with_drain);
+    tcase_add_test(tc, chrome_config_range);
+    tcase_add_test(tc, chrome_exit_without_shutdown);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(trace_chrome_suite)

@@ -1,0 +1,589 @@
+/*
+ * schedule.c - the schedule model of schedule.h, the reader of libsf's
+ * Chrome JSON trace into it, and the per-thread summary printed from it.
+ *
+ * The JSON reader is a strict recursive-descent parser (RFC 8259 grammar:
+ * strings, escapes, numbers, no trailing commas) that keeps only what the
+ * model needs from each event object and skips the rest. It relies on what
+ * libsf's writer guarantees (runtime/trace.c, docs/trace-format.md): the
+ * slice events (B/E) and instants (i) of one thread appear in the file in
+ * that thread's order, so a per-thread stack pairs every E with its B. Flow
+ * events (s/f) are written by the thread that ran the task and are not in
+ * the start thread's order; the model does not need them. A file that ends
+ * without its closing "]" (the process exited without sf_shutdown) is read
+ * to its last whole event, and slices still open end at the trace's end.
+ */
+#include "schedule.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sched_kind_name[SK_COUNT] = {
+    "inline", "wait-inlined", "pool", "stolen", "drained", "asleep", "idle",
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n);
+    if (p == NULL) {
+        fputs("sftrace: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+struct sched_thread *sched_thread(struct sched *s, size_t tid)
+{
+    if (tid >= s->nthr) {
+        size_t n = tid + 1;
+        s->thr = xrealloc(s->thr, n * sizeof *s->thr);
+        memset(s->thr + s->nthr, 0, (n - s->nthr) * sizeof *s->thr);
+        for (size_t i = s->nthr; i < n; i++)
+            snprintf(s->thr[i].name, sizeof s->thr[i].name, i == 0 ? "main" : "thread %zu", i);
+        s->nthr = n;
+    }
+    s->thr[tid].seen = 1;
+    return &s->thr[tid];
+}
+
+void sched_time(struct sched *s, double t)
+{
+    if (!s->have_time || t < s->t_begin)
+        s->t_begin = t;
+    if (!s->have_time || t > s->t_end)
+        s->t_end = t;
+    s->have_time = 1;
+}
+
+void sched_add(struct sched *s, size_t tid, double t0, double t1, enum sched_kind k,
+               uint32_t depth, uint64_t task)
+{
+    struct sched_thread *t = sched_thread(s, tid);
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        t->s = xrealloc(t->s, t->cap * sizeof *t->s);
+    }
+    t->s[t->n++] = (struct sched_slice){t0, t1 < t0 ? t0 : t1, task, depth, (uint8_t)k};
+    sched_time(s, t0);
+    sched_time(s, t1);
+}
+
+/* By start, outer first at a tie. */
+static int cmp_start(const void *a, const void *b)
+{
+    const struct sched_slice *x = a, *y = b;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+void sched_sort(struct sched *s)
+{
+    for (size_t i = 0; i < s->nthr; i++)
+        if (s->thr[i].n > 1) /* qsort wants a non-NULL base even for none */
+            qsort(s->thr[i].s, s->thr[i].n, sizeof *s->thr[i].s, cmp_start);
+}
+
+/* ---- the JSON reader ---- */
+
+struct jr {
+    const char *s;
+    size_t i, len;
+    const char *name;
+    int failed;
+};
+
+/* What one event object says, of what the model reads. */
+struct jev {
+    char ph[4], name[32], cat[16], task[32], kind[16], tname[32];
+    double tid, ts, depth, threads;
+    int has_tid, has_ts, has_depth, has_threads;
+};
+
+static int jerr(struct jr *r, const char *why)
+{
+    if (!r->failed)
+        fprintf(stderr, "sftrace: %s: byte %zu: %s\n", r->name, r->i, why);
+    r->failed = 1;
+    return -1;
+}
+
+static void jws(struct jr *r)
+{
+    while (r->i < r->len &&
+           (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' || r->s[r->i] == '\r'))
+        r->i++;
+}
+
+static int is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string at r->i (its quote); its first size-1 bytes (ASCII escapes
+ * decoded) go to out when out is not NULL. */
+static int jstring(struct jr *r, char *out, size_t size)
+{
+    size_t n = 0;
+    r->i++;
+    for (;;) {
+        if (r->i >= r->len)
+            return jerr(r, "unterminated string");
+        unsigned char c = (unsigned char)r->s[r->i++];
+        if (c == '"')
+            break;
+        if (c < 0x20)
+            return jerr(r, "control character in a string");
+        if (c == '\\') {
+            if (r->i >= r->len)
+                return jerr(r, "unterminated string");
+            char e = r->s[r->i++];
+            if (e == 'u') {
+                for (int k = 0; k < 4; k++, r->i++)
+                    if (r->i >= r->len || !is_hex(r->s[r->i]))
+                        return jerr(r, "bad \\u escape");
+                c = '?';
+            } else if (strchr("\"\\/bfnrt", e) != NULL && e != '\0') {
+                c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
+                  : e == 'f' ? '\f' : (unsigned char)e;
+            } else {
+                return jerr(r, "bad escape in a string");
+            }
+        }
+        if (out != NULL && n + 1 < size)
+            out[n++] = (char)c;
+    }
+    if (out != NULL)
+        out[n] = '\0';
+    return 0;
+}
+
+static int digit(struct jr *r)
+{
+    return r->i < r->len && r->s[r->i] >= '0' && r->s[r->i] <= '9';
+}
+
+static int jnumber(struct jr *r, double *out)
+{
+    size_t b = r->i;
+    if (r->i < r->len && r->s[r->i] == '-')
+        r->i++;
+    if (r->i < r->len && r->s[r->i] == '0')
+        r->i++;
+    else if (digit(r))
+        while (digit(r))
+            r->i++;
+    else
+        return jerr(r, "not a JSON value");
+    if (r->i < r->len && r->s[r->i] == '.') {
+        r->i++;
+        if (!digit(r))
+            return jerr(r, "bad number: no digit after '.'");
+        while (digit(r))
+            r->i++;
+    }
+    if (r->i < r->len && (r->s[r->i] == 'e' || r->s[r->i] == 'E')) {
+        r->i++;
+        if (r->i < r->len && (r->s[r->i] == '+' || r->s[r->i] == '-'))
+            r->i++;
+        if (!digit(r))
+            return jerr(r, "bad number: no digit in the exponent");
+        while (digit(r))
+            r->i++;
+    }
+    if (out != NULL)
+        *out = strtod(r->s + b, NULL);
+    return 0;
+}
+
+static int jvalue(struct jr *r, int depth, struct jev *ev, int in_args);
+
+/* An object at r->i. ev: the event being read (depth 1) or its args
+ * (in_args), NULL when the object is skipped. */
+static int jobject(struct jr *r, int depth, struct jev *ev, int in_args)
+{
+    r->i++;
+    jws(r);
+    if (r->i < r->len && r->s[r->i] == '}') {
+        r->i++;
+        return 0;
+    }
+    for (;;) {
+        jws(r);
+        if (r->i >= r->len || r->s[r->i] != '"')
+            return jerr(r, "expected a key");
+        char key[16];
+        if (jstring(r, key, sizeof key) < 0)
+            return -1;
+        jws(r);
+        if (r->i >= r->len || r->s[r->i] != ':')
+            return jerr(r, "expected ':'");
+        r->i++;
+        jws(r);
+        char *str = NULL;
+        size_t size = 0;
+        double *num = NULL;
+        int *has = NULL;
+        int args = 0;
+        if (ev != NULL && !in_args) {
+            if (strcmp(key, "ph") == 0)
+                str = ev->ph, size = sizeof ev->ph;
+            else if (strcmp(key, "name") == 0)
+                str = ev->name, size = sizeof ev->name;
+            else if (strcmp(key, "cat") == 0)
+                str = ev->cat, size = sizeof ev->cat;
+            else if (strcmp(key, "tid") == 0)
+                num = &ev->tid, has = &ev->has_tid;
+            else if (strcmp(key, "ts") == 0)
+                num = &ev->ts, has = &ev->has_ts;
+            else if (strcmp(key, "args") == 0)
+                args = 1;
+        } else if (ev != NULL) {
+            if (strcmp(key, "task") == 0)
+                str = ev->task, size = sizeof ev->task;
+            else if (strcmp(key, "kind") == 0)
+                str = ev->kind, size = sizeof ev->kind;
+            else if (strcmp(key, "name") == 0)
+                str = ev->tname, size = sizeof ev->tname;
+            else if (strcmp(key, "depth") == 0)
+                num = &ev->depth, has = &ev->has_depth;
+            else if (strcmp(key, "threads") == 0)
+                num = &ev->threads, has = &ev->has_threads;
+        }
+        char c = r->i < r->len ? r->s[r->i] : '\0';
+        if (str != NULL && c == '"') {
+            if (jstring(r, str, size) < 0)
+                return -1;
+        } else if (num != NULL && (c == '-' || (c >= '0' && c <= '9'))) {
+            if (jnumber(r, num) < 0)
+                return -1;
+            *has = 1;
+        } else if (args && c == '{') {
+            if (jobject(r, depth + 1, ev, 1) < 0)
+                return -1;
+        } else if (jvalue(r, depth + 1, NULL, 0) < 0) {
+            return -1;
+        }
+        jws(r);
+        if (r->i < r->len && r->s[r->i] == ',') {
+            r->i++;
+            continue;
+        }
+        if (r->i < r->len && r->s[r->i] == '}') {
+            r->i++;
+            return 0;
+        }
+        return jerr(r, "expected ',' or '}'");
+    }
+}
+
+/* Any value, skipped (ev NULL) or, for an object at depth 1, read. */
+static int jvalue(struct jr *r, int depth, struct jev *ev, int in_args)
+{
+    if (depth > 64)
+        return jerr(r, "nested too deep");
+    jws(r);
+    if (r->i >= r->len)
+        return jerr(r, "the input ends inside a value");
+    const char *p = r->s + r->i;
+    size_t left = r->len - r->i;
+    switch (*p) {
+    case '{': return jobject(r, depth, ev, in_args);
+    case '[':
+        r->i++;
+        jws(r);
+        if (r->i < r->len && r->s[r->i] == ']') {
+            r->i++;
+            return 0;
+        }
+        for (;;) {
+            if (jvalue(r, depth + 1, NULL, 0) < 0)
+                return -1;
+            jws(r);
+            if (r->i < r->len && r->s[r->i] == ',') {
+                r->i++;
+                continue;
+            }
+            if (r->i < r->len && r->s[r->i] == ']') {
+                r->i++;
+                return 0;
+            }
+            return jerr(r, "expected ',' or ']'");
+        }
+    case '"': return jstring(r, NULL, 0);
+    case 't':
+        if (left >= 4 && memcmp(p, "true", 4) == 0)
+            return r->i += 4, 0;
+        break;
+    case 'f':
+        if (left >= 5 && memcmp(p, "false", 5) == 0)
+            return r->i += 5, 0;
+        break;
+    case 'n':
+        if (left >= 4 && memcmp(p, "null", 4) == 0)
+            return r->i += 4, 0;
+        break;
+    default: return jnumber(r, NULL);
+    }
+    return jerr(r, "not a JSON value");
+}
+
+/* An open slice of a thread, waiting for its E. */
+struct open {
+    double t0;
+    uint64_t task;
+    uint32_t depth;
+    uint8_t kind;
+};
+
+struct jthr {
+    struct open *o;
+    size_t n, cap;
+    double idle_from; /* < 0: not idle */
+};
+
+static uint64_t task_key(const char *name)
+{
+    unsigned long long t = 0, n = 0;
+    if (sscanf(name, "%llu.%llu", &t, &n) != 2)
+        return 0;
+    return (t << 40) | (n & ((1ull << 40) - 1));
+}
+
+static struct jthr *jthr_of(struct jthr **v, size_t *nv, size_t tid)
+{
+    if (tid >= *nv) {
+        *v = xrealloc(*v, (tid + 1) * sizeof **v);
+        for (size_t i = *nv; i <= tid; i++)
+            (*v)[i] = (struct jthr){NULL, 0, 0, -1};
+        *nv = tid + 1;
+    }
+    return &(*v)[tid];
+}
+
+/* The event ev, read whole: into the model. */
+static int take_event(struct jr *r, struct sched *s, struct jthr **jt, size_t *njt,
+                      const struct jev *ev)
+{
+    if (!ev->has_tid || ev->tid < 0 || ev->tid > 65535 || ev->ph[0] == '\0' || ev->ph[1] != '\0')
+        return jerr(r, "an event without a one-letter ph and a tid from 0 to 65535");
+    size_t tid = (size_t)ev->tid;
+    char ph = ev->ph[0];
+    if (ph == 'M') {
+        if (strcmp(ev->name, "thread_name") == 0 && ev->tname[0] != '\0')
+            snprintf(sched_thread(s, tid)->name, sizeof s->thr[0].name, "%s", ev->tname);
+        return 0;
+    }
+    if (ph == 's' || ph == 'f')
+        return 0; /* arrows: not part of the model */
+    if (!ev->has_ts)
+        return jerr(r, "an event without ts");
+    struct jthr *t = jthr_of(jt, njt, tid);
+    sched_thread(s, tid);
+    sched_time(s, ev->ts);
+    if (t->idle_from >= 0) {
+        sched_add(s, tid, t->idle_from, ev->ts, SK_IDLE, 0, 0);
+        t->idle_from = -1;
+    }
+    if (ph == 'B') {
+        struct open o = {ev->ts, task_key(ev->task), 0, SK_SLEEP};
+        if (strcmp(ev->cat, "task") == 0) {
+            int k = 0;
+            while (k < SK_SLEEP && strcmp(sched_kind_name[k], ev->name) != 0)
+                k++;
+            if (k == SK_SLEEP)
+                return jerr(r, "a task slice of an unknown kind");
+            o.kind = (uint8_t)k;
+            o.depth = ev->has_depth && ev->depth >= 0 ? (uint32_t)ev->depth : 0;
+        } else if (strcmp(ev->cat, "sleep") != 0) {
+            return 0; /* a slice sftrace does not know: not drawn */
+        }
+        if (t->n == t->cap) {
+            t->cap = t->cap ? t->cap * 2 : 16;
+            t->o = xrealloc(t->o, t->cap * sizeof *t->o);
+        }
+        t->o[t->n++] = o;
+    } else if (ph == 'E') {
+        if (t->n == 0)
+            return jerr(r, "an E event with no open slice on its thread");
+        struct open o = t->o[--t->n];
+        sched_add(s, tid, o.t0, ev->ts, (enum sched_kind)o.kind, o.depth, o.task);
+    } else if (ph == 'i' || ph == 'I') {
+        if (strcmp(ev->name, "idle") == 0)
+            t->idle_from = ev->ts;
+        else if (strcmp(ev->name, "init") == 0 && ev->has_threads)
+            s->threads_cfg = (uint64_t)ev->threads;
+    }
+    return 0;
+}
+
+/* The events of the array at r into s; slices still open and idle marks
+ * not yet ended stay in *jt for the caller. */
+static int read_array(struct jr *r, struct sched *s, struct jthr **jt, size_t *njt)
+{
+    const char *buf = r->s;
+    size_t len = r->len;
+    jws(r);
+    if (r->i >= len || buf[r->i] != '[')
+        return jerr(r, "a Chrome trace from libsf is a JSON array");
+    r->i++;
+    for (int first = 1;; first = 0) {
+        jws(r);
+        if (r->i >= len)
+            return 0; /* no closing bracket: a process that did not shut down */
+        if (buf[r->i] == ']') {
+            r->i++;
+            break;
+        }
+        if (!first) {
+            if (buf[r->i] != ',')
+                return jerr(r, "expected ',' or ']'");
+            r->i++;
+            jws(r);
+            if (r->i >= len)
+                return jerr(r, "the input ends after a ','");
+        }
+        if (buf[r->i] != '{')
+            return jerr(r, "an event is not an object");
+        struct jev ev;
+        memset(&ev, 0, sizeof ev);
+        if (jobject(r, 1, &ev, 0) < 0 || take_event(r, s, jt, njt, &ev) < 0)
+            return -1;
+    }
+    jws(r);
+    if (r->i < len)
+        return jerr(r, "text after the closing ']'");
+    return 0;
+}
+
+int sched_read_json(struct sched *s, const char *buf, size_t len)
+{
+    struct jr r = {buf, 0, len, s->name, 0};
+    struct jthr *jt = NULL;
+    size_t njt = 0;
+    int rc = read_array(&r, s, &jt, &njt);
+    for (size_t tid = 0; tid < njt; tid++) {
+        struct jthr *t = &jt[tid];
+        if (rc == 0 && t->idle_from >= 0)
+            sched_add(s, tid, t->idle_from, s->t_end, SK_IDLE, 0, 0);
+        while (rc == 0 && t->n > 0) { /* never closed: the trace was cut short */
+            struct open o = t->o[--t->n];
+            sched_add(s, tid, o.t0, s->t_end, (enum sched_kind)o.kind, o.depth, o.task);
+        }
+        free(t->o);
+    }
+    free(jt);
+    sched_sort(s);
+    return rc;
+}
+
+void sched_free(struct sched *s)
+{
+    for (size_t i = 0; i < s->nthr; i++)
+        free(s->thr[i].s);
+    free(s->thr);
+    s->thr = NULL;
+    s->nthr = 0;
+}
+
+/* ---- the summary ---- */
+
+struct row {
+    uint64_t run[SK_SLEEP], tasks, sleeps;
+    double busy, asleep, longest_wait, idle;
+};
+
+/* One thread's figures. A wait is a run of sleeps of one get: consecutive
+ * sleeps on the same task with no task slice begun between them (a get
+ * that naps, wakes with nothing to do, and sleeps again). */
+static struct row row_of(const struct sched_thread *t)
+{
+    struct row w;
+    memset(&w, 0, sizeof w);
+    uint64_t wait_task = 0;
+    double wait_from = 0, wait_to = 0;
+    int waiting = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct sched_slice *x = &t->s[i];
+        double d = x->t1 - x->t0;
+        if (x->kind < SK_SLEEP) {
+            w.run[x->kind]++;
+            w.tasks++;
+            if (x->depth == 0)
+                w.busy += d;
+            waiting = 0;
+        } else if (x->kind == SK_SLEEP) {
+            w.sleeps++;
+            w.asleep += d;
+            if (!waiting || x->task != wait_task) {
+                waiting = 1;
+                wait_task = x->task;
+                wait_from = x->t0;
+            }
+            wait_to = x->t1;
+            if (wait_to - wait_from > w.longest_wait)
+                w.longest_wait = wait_to - wait_from;
+        } else {
+            w.idle += d;
+        }
+    }
+    return w;
+}
+
+static void print_row(FILE *out, const char *id, const char *name, const struct row *w,
+                      double whole)
+{
+    fprintf(out, "%6s %-10s %7" PRIu64, id, name, w->tasks);
+    for (int k = 0; k < SK_SLEEP; k++)
+        fprintf(out, " %*" PRIu64, k == SK_WAIT ? 8 : 7, w->run[k]);
+    fprintf(out, " %9.3f", w->busy / 1000);
+    if (whole > 0)
+        fprintf(out, " %6.1f", 100 * w->busy / whole);
+    else
+        fprintf(out, " %6s", "-");
+    fprintf(out, " %7" PRIu64 " %9.3f %9.3f %9.3f\n", w->sleeps, w->asleep / 1000,
+            w->longest_wait / 1000, w->idle / 1000);
+}
+
+void sched_summary(const struct sched *s, FILE *out)
+{
+    double span = s->have_time ? s->t_end - s->t_begin : 0;
+    size_t nthreads = 0;
+    struct row all;
+    memset(&all, 0, sizeof all);
+    for (size_t i = 0; i < s->nthr; i++)
+        nthreads += s->thr[i].seen != 0;
+    fprintf(out, "trace: %s, %zu thread%s", s->name, nthreads, nthreads == 1 ? "" : "s");
+    if (s->threads_cfg)
+        fprintf(out, " (SF_THREADS=%" PRIu64 ")", s->threads_cfg);
+    fprintf(out, ", span %.3f .. %.3f ms (%.3f ms)\n", s->t_begin / 1000, s->t_end / 1000,
+            span / 1000);
+    fprintf(out, "\n%6s %-10s %7s", "thread", "name", "tasks");
+    for (int k = 0; k < SK_SLEEP; k++)
+        fprintf(out, " %*s", k == SK_WAIT ? 8 : 7, k == SK_WAIT ? "wait-inl" : sched_kind_name[k]);
+    fprintf(out, " %9s %6s %7s %9s %9s %9s\n", "busy ms", "busy%", "sleeps", "asleep ms",
+            "wait ms", "idle ms");
+    for (size_t i = 0; i < s->nthr; i++) {
+        const struct sched_thread *t = &s->thr[i];
+        if (!t->seen)
+            continue;
+        struct row w = row_of(t);
+        char id[24];
+        snprintf(id, sizeof id, "%zu", i);
+        print_row(out, id, t->name, &w, span);
+        for (int k = 0; k < SK_SLEEP; k++)
+            all.run[k] += w.run[k];
+        all.tasks += w.tasks;
+        all.sleeps += w.sleeps;
+        all.busy += w.busy;
+        all.asleep += w.asleep;
+        all.idle += w.idle;
+        if (w.longest_wait > all.longest_wait)
+            all.longest_wait = w.longest_wait;
+    }
+    /* all: busy% is the share of every listed thread's time */
+    print_row(out, "all", "", &all, span * (double)nthreads);
+    fprintf(out, "\nbusy: time in outermost tasks; wait ms: the longest wait of one get "
+                 "asleep\n");
+}
