@@ -45,9 +45,12 @@ static int env_threads(void)
     return (int)n;
 }
 
-static bool env_trace(void)
+/* A boolean variable: 1/true/yes/on or 0/false/no/off, any case; unset is
+ * off. Anything else is reported, naming the variable, and means off
+ * (`off_means` completes the message: what stays off). */
+static bool env_bool(const char *name, const char *off_means)
 {
-    const char *v = getenv("SF_TRACE");
+    const char *v = getenv(name);
     if (v == NULL)
         return false;
     static const char *const on[] = {"1", "true", "yes", "on"};
@@ -58,10 +61,14 @@ static bool env_trace(void)
         if (strcasecmp(v, off[i]) == 0)
             return false;
     }
-    fprintf(stderr, "libsf: SF_TRACE='%s' is not one of 1/0/true/false/yes/no/on/off; "
-                    "tracing stays off\n", v);
+    fprintf(stderr, "libsf: %s='%s' is not one of 1/0/true/false/yes/no/on/off; %s\n", name,
+            v, off_means);
     return false;
 }
+
+static bool env_trace(void) { return env_bool("SF_TRACE", "tracing stays off"); }
+
+static bool env_stats(void) { return env_bool("SF_STATS", "statistics stay off"); }
 
 int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
 {
@@ -70,13 +77,15 @@ int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
         cfg = &zero;
     if (cfg->threads < 0 || cfg->threads > SF_MAX_THREADS ||
         cfg->trace < SF_TRACE_FROM_ENV || cfg->trace > SF_TRACE_OFF ||
-        (cfg->stack_size != 0 && cfg->stack_size < MIN_STACK)) {
+        (cfg->stack_size != 0 && cfg->stack_size < MIN_STACK) ||
+        cfg->stats < SF_STATS_FROM_ENV || cfg->stats > SF_STATS_OFF) {
         errno = EINVAL;
         return -1;
     }
     out->threads = cfg->threads != 0 ? cfg->threads : env_threads();
     out->trace = cfg->trace == SF_TRACE_ON ||
                  (cfg->trace == SF_TRACE_FROM_ENV && env_trace());
+    out->stats = cfg->stats == SF_STATS_ON || (cfg->stats == SF_STATS_FROM_ENV && env_stats());
     out->stack_size = cfg->stack_size != 0 ? cfg->stack_size : DEFAULT_STACK;
     out->trace_file = NULL;
     out->trace_file_from_env = false;
