@@ -509,11 +509,14 @@ typedef struct sf_thread_stats {
  * SF_STATS=1 (or sf_config.stats) prints these rows as a table on stderr
  * at sf_shutdown(), after the last task has run, with a total row:
  *
- *   libsf stats: 2 threads (1 pool worker), 1346268 tasks, 41.2 ms
- *   thread kind    executed    inline      pool    stolen ...  busy_ms  avg_ns
- *        0 thread   1346260   1346250         0        10 ...    41.20      30
- *        1 worker         8         0         8         0 ...     0.51   63750
- *    total          1346268   1346250         8        10 ...    41.71      30
+ *   libsf stats: 2 threads (1 pool worker), 1346268 tasks created,
+ *   1346268 run, 0 discarded, 0 cancelled           (one line on stderr)
+ *   thread kind   executed  inline  pool stolen drained steals failed
+ *        0 thread   680321  680312     0      9       0    719    710 ...
+ *        1 worker   665947  665945     1      1       0    409    407 ...
+ *    total         1346268 1346257     1     10       0   1128   1117 ...
+ * (columns narrowed here), then sleeps, idle (idle_sleeps), busy_ms and
+ * avg_ns.
  *
  * Returns n, or -1 with errno EINVAL (max < 0, or rows NULL with max > 0)
  * or ESRCH (runtime not running).

@@ -101,7 +101,9 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     }
     sf__pending_adopt(&t->q);
     SF__OWNER_SET(&t->free);
-    t->is_worker = worker;
+    /* Atomic (relaxed): statistics read it from other threads (stats.c)
+     * while an adopted struct changes kind; the owner reads it plainly. */
+    __atomic_store_n(&t->is_worker, worker, __ATOMIC_RELAXED);
     t->cur = NULL;
 #if defined(__SANITIZE_THREAD__)
     t->depth = 0;

@@ -24,7 +24,8 @@ struct sf__failure; /* failure.h */
 struct sf__thread {
     struct sf__pending q;      /* its pending queue (its own cache lines) */
     int id;                    /* index in the registry; the trace's Thread column */
-    bool is_worker;            /* a pool worker */
+    bool is_worker;            /* a pool worker (written with __atomic_store_n at
+                                * registration: stats.c reads it) */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
     sf_future *cur;            /* the task running here, innermost; NULL: none (owner) */

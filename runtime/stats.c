@@ -27,7 +27,9 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
 {
     memset(r, 0, sizeof *r);
     r->id = t->id;
-    r->is_worker = t->is_worker;
+    /* Relaxed: the registration's store; a struct being adopted reads as
+     * either kind, a snapshot like the counters. */
+    r->is_worker = __atomic_load_n(&t->is_worker, __ATOMIC_RELAXED);
     r->asleep = LOAD(t->asleep);
     r->created = LOAD(t->c_created);
     r->run_inline = LOAD(t->c_inline);
