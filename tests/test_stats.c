@@ -110,13 +110,15 @@ START_TEST(rows_sum_to_totals)
     ck_assert_int_eq(rows[0].is_worker, 0);
     ck_assert_uint_eq(rows[0].discarded, 7);
     ck_assert_uint_eq(rows[0].cancelled, 5);
-    ck_assert_uint_gt(rows[0].busy_ns, 0);
     const sf_thread_stats *foreign = &rows[n - 1];
     ck_assert_int_eq(foreign->is_worker, 0);
     ck_assert_uint_gt(foreign->created, 0);
-    ck_assert_uint_gt(foreign->executed, 0);
-    ck_assert_uint_gt(foreign->busy_ns, 0);
+    /* With a worker, which rows ran what is the schedule's choice (the
+     * worker may even have run every task a thread made): exact only
+     * without one. */
     if (threads == 1) {
+        ck_assert_uint_gt(rows[0].busy_ns, 0);
+        ck_assert_uint_gt(foreign->busy_ns, 0);
         /* No worker: each thread made and ran its own tree, inline. */
         ck_assert_uint_eq(rows[0].created, tu_fib_tasks(18) + 12);
         ck_assert_uint_eq(foreign->created, tu_fib_tasks(16));
