@@ -22,10 +22,15 @@
 
 static atomic_int runs[NTASKS + 8];
 static atomic_int ran;
+static atomic_long last_start_us; /* tu_now_ms() * 1000 of the latest start */
 
 static void *sleeper(void *arg)
 {
     long i = (long)arg;
+    long now = (long)(tu_now_ms() * 1000);
+    long prev = atomic_load(&last_start_us);
+    while (now > prev && !atomic_compare_exchange_weak(&last_start_us, &prev, now))
+        ;
     atomic_fetch_add(&runs[i], 1);
     atomic_fetch_add(&ran, 1);
     tu_sleep_ms(TASK_MS);
@@ -39,6 +44,7 @@ static void reset(void)
     for (int i = 0; i < NTASKS + 8; i++)
         atomic_store(&runs[i], 0);
     atomic_store(&ran, 0);
+    atomic_store(&last_start_us, 0);
 }
 
 /* Queues NTASKS sleepers (f[0] oldest) and submits them with a get of a
@@ -49,6 +55,14 @@ static void queue_and_submit(sf_future **f)
         ck_assert_ptr_nonnull(f[i] = sf_do(sleeper, (void *)i));
     sf_future *q = sf_do(noop, (void *)99L);
     ck_assert_int_eq((long)sf_get(q), 99);
+    sf_release(q);
+}
+
+/* Submits what this thread queued, with a get of a task that returns at once. */
+static void queue_and_submit_none(void)
+{
+    sf_future *q = sf_do(noop, (void *)98L);
+    ck_assert_int_eq((long)sf_get(q), 98);
     sf_release(q);
 }
 
@@ -85,12 +99,54 @@ START_TEST(returns_the_tasks_that_did_not_run)
      * the one task each thread had started. */
     ck_assert_double_ge(ms, 250.0 - 1.0);
     ck_assert_double_lt(ms, 250.0 + TASK_MS + SLACK_MS);
+    /* No task started after the deadline, on the worker or here: a worker
+     * that went on taking would start its fourth task at about 300 ms. A
+     * task claimed just before it may start a moment after: 40 ms of
+     * scheduling slack (150 under the sanitizers, which slow every step). */
+    double late = (double)atomic_load(&last_start_us) / 1000.0 - (t0 + 250.0);
+    ck_assert_msg(late < (TU_SANITIZED ? 150.0 : 40.0), "a task started %.1f ms after the deadline",
+                  late);
     char want[64];
     snprintf(want, sizeof want, ", %ld cancelled\n", d);
     ck_assert_msg(strstr(out, want) != NULL, "table: %s", out);
     free(out);
     tu_sleep_ms(2 * TASK_MS);
     ck_assert_int_eq(atomic_load(&ran), r); /* nothing ran after the return */
+}
+END_TEST
+
+/* The shutdown thread is busy with a long task well past the deadline, so
+ * only the worker could go on taking tasks: it must not start one after
+ * the deadline (it discards what it claims instead). */
+static void *long_sleeper(void *arg)
+{
+    tu_sleep_ms(800);
+    return arg;
+}
+
+START_TEST(workers_stop_taking_at_the_deadline)
+{
+    tu_env_threads(2);
+    reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    for (long i = 0; i < NTASKS; i++) /* kept past the shutdown: freed by it */
+        ck_assert_ptr_nonnull(sf_do(sleeper, (void *)i));
+    ck_assert_ptr_nonnull(sf_do(long_sleeper, NULL)); /* the newest: the drain here runs it first */
+    queue_and_submit_none();
+    double t0 = tu_now_ms();
+    long d = sf_shutdown_timeout(0.25);
+    double ms = tu_now_ms() - t0;
+    int r = atomic_load(&ran); /* sleepers only: the worker's */
+    ck_assert_int_eq(d + r, NTASKS);
+    ck_assert_int_ge(r, 1);
+    assert_at_most_once();
+    /* Without the check the worker would start one at about 300 ms, and
+     * more up to 800 ms. */
+    double late = (double)atomic_load(&last_start_us) / 1000.0 - (t0 + 250.0);
+    ck_assert_msg(late < (TU_SANITIZED ? 150.0 : 40.0), "a task started %.1f ms after the deadline",
+                  late);
+    ck_assert_double_ge(ms, 800.0 - 1.0); /* the long task ran to its end */
+    ck_assert_double_lt(ms, 800.0 + SLACK_MS);
 }
 END_TEST
 
@@ -305,6 +361,7 @@ static Suite *shutdown_timeout_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, returns_the_tasks_that_did_not_run);
     tcase_add_test(tc, a_getter_of_a_discarded_task_sees_ecanceled);
+    tcase_add_test(tc, workers_stop_taking_at_the_deadline);
     tcase_add_loop_test(tc, zero_seconds_discards_everything_pending, 0, 2);
     tcase_add_loop_test(tc, a_generous_deadline_discards_nothing, 0, 3);
     tcase_add_test(tc, tasks_queued_after_the_deadline);
