@@ -116,6 +116,13 @@ enum sf_trace_mode {
                             * SF_TRACE says */
 };
 
+/* How sf_config.stats is chosen. */
+enum sf_stats_mode {
+    SF_STATS_FROM_ENV = 0, /* read SF_STATS (the default of a zeroed config) */
+    SF_STATS_ON = 1,       /* print the statistics table at shutdown */
+    SF_STATS_OFF = 2       /* do not, whatever SF_STATS says */
+};
+
 /*
  * Runtime configuration for sf_init(). A zero-initialised struct means "the
  * environment, then the defaults" for every field.
@@ -133,6 +140,9 @@ typedef struct sf_config {
     /* Stack size of each pool worker, and of each fresh stack of a deep chain
      * ("Deep chains"), in bytes. 0: 8 MiB. Valid: 0 or >= 64 KiB. */
     size_t stack_size;
+    /* enum sf_stats_mode: print the per-thread statistics table
+     * (sf_stats_read_threads) on stderr at sf_shutdown(). */
+    int stats;
 } sf_config;
 
 /*
@@ -147,6 +157,9 @@ typedef struct sf_config {
  *                  Event Format JSON, see docs/trace-format.md) or
  *                  0/false/no/off, any case; default 0.
  *   SF_TRACE_FILE  a path; the trace goes there instead of stderr.
+ *   SF_STATS       1/true/yes/on or 0/false/no/off, any case; default 0. On,
+ *                  sf_shutdown() prints the per-thread statistics table on
+ *                  stderr (see sf_stats_read_threads).
  * A bad value prints one line on stderr naming the variable and what is used
  * instead; it never fails sf_init().
  *
@@ -193,6 +206,46 @@ SF_EXPORT int sf_init(const sf_config *cfg);
  * stopping.
  */
 SF_EXPORT void sf_shutdown(void);
+
+/*
+ * sf_shutdown() with a deadline, `seconds` from now: runs pending tasks as
+ * sf_shutdown() does until the deadline, then discards every task that has
+ * not started - each completes as cancelled, so a get of it sees ECANCELED
+ * (sf_wait returns ECANCELED), and counts in sf_stats.cancelled - waits for
+ * the tasks that are running to end, joins the workers and frees
+ * everything, as sf_shutdown(). Nothing is leaked, and no task runs once it
+ * has returned. Prints the statistics table when asked to (SF_STATS).
+ *
+ * After the deadline no task starts any more: idle pool workers take
+ * nothing, a get that waits helps with nothing, and a task that any claimer
+ * (a worker, a helping get, a get of a task queued on another thread, the
+ * shutdown itself) claims is discarded instead of run. The one exception
+ * is the fork-join fast path, which never looks at the clock: a task that
+ * still runs (it started before the deadline) and gets a task it queued
+ * itself may run it - or see ECANCELED if the shutdown discarded it first.
+ * So tasks that running tasks queue after the deadline are discarded,
+ * unless their maker's own get claims them first; either way their makers'
+ * gets return. A task whose claim came before the deadline runs to its end,
+ * however long; the call returns once it has.
+ *
+ * seconds == 0 discards everything pending at once (tasks already running
+ * still end first); a deadline further than 10^9 seconds away is no
+ * deadline (sf_shutdown()).
+ *
+ * Returns the number of tasks it discarded (0 when every pending task ran),
+ * 0 if the runtime is not running or is already stopping, or -1 with errno:
+ *   EINVAL   seconds is negative or NaN (nothing is done);
+ *   EDEADLK  called from inside a task (a task or a pool worker): the
+ *            shutdown would wait for the very task that called it. One line
+ *            on stderr says so ("libsf: sf_shutdown_timeout() called from
+ *            inside a task; ignored") and nothing is done.
+ * The rules of sf_shutdown() hold: call it from a thread that runs no
+ * task, when no other thread calls libsf any more - or only calls that the
+ * program knows return before this one does (say, a get that a task still
+ * running waits for: a get of a discarded task returns ECANCELED at once).
+ * Every future handle is invalid afterwards.
+ */
+SF_EXPORT long sf_shutdown_timeout(double seconds);
 
 /*
  * Wraps fn(arg) in a future and queues it in the calling thread's pending
@@ -456,6 +509,12 @@ typedef struct sf_stats {
     uint64_t sleeps;         /* times a blocked get slept with nothing to run */
     uint64_t fresh_stacks;   /* gets near the end of their stack that ran their
                               * task on a fresh one (see "Deep chains") */
+    uint64_t queued;         /* tasks pending now: made by sf_do(), neither
+                              * started, released nor cancelled (exact when
+                              * quiet: created - run_inline - run_pool -
+                              * run_stolen - discarded - cancelled) */
+    int asleep;              /* threads asleep now in a get, waiting for a task
+                              * that runs elsewhere (the trace's Asleep) */
 } sf_stats;
 
 /*
@@ -468,6 +527,69 @@ typedef struct sf_stats {
  * running).
  */
 SF_EXPORT int sf_stats_read(sf_stats *out);
+
+/*
+ * One thread's share of the counters (sf_stats_read_threads). A row belongs
+ * to a thread id of the runtime: a thread that exits leaves its id (and its
+ * counts, which go on) to the next thread that registers.
+ */
+typedef struct sf_thread_stats {
+    int id;                  /* the thread's id: the trace's Thread column */
+    int is_worker;           /* 1: a pool worker; 0: a thread of the program */
+    int asleep;              /* 1 while asleep in a get, now */
+    uint64_t created;        /* futures it made with sf_do() */
+    uint64_t executed;       /* tasks it ran: the four below */
+    uint64_t run_inline;     /* ... by a get of their own future */
+    uint64_t run_pool;       /* ... taken from a queue as an idle pool worker */
+    uint64_t run_stolen;     /* ... taken from a queue by a blocked get, helping */
+    uint64_t run_drained;    /* ... run by sf_shutdown()'s drain (counted in no
+                              * sf_stats field: it happens once stopping) */
+    uint64_t discarded;      /* tasks it released before they started */
+    uint64_t cancelled;      /* tasks it cancelled before they started (sf_cancel,
+                              * or discarded past sf_shutdown_timeout's deadline) */
+    uint64_t gets_blocked;   /* its gets that found their task running elsewhere */
+    uint64_t steals_tried;   /* scans of other threads' queues for a task to take:
+                              * a blocked get's helping, an idle worker's search */
+    uint64_t steals_failed;  /* ... of which found nothing */
+    uint64_t sleeps;         /* its blocked gets' sleeps (sf_stats.sleeps) */
+    uint64_t idle_sleeps;    /* a worker's sleeps for want of submitted work */
+    uint64_t fresh_stacks;   /* its gets that moved to a fresh stack */
+    uint64_t busy_ns;        /* wall-clock time inside tasks: from the start to
+                              * the end of every task it ran that no other task
+                              * of the thread encloses; what such a task's gets
+                              * run or wait for, nested in it, lies within */
+    uint64_t avg_task_ns;    /* busy_ns / executed (0 if none): the time one
+                              * task held the thread, nested tasks shared out */
+} sf_thread_stats;
+
+/*
+ * Per-thread counters: fills rows[0 .. min(n, max) - 1], where n, the
+ * return value, is the number of threads that have a row - every pool
+ * worker, and every other thread that made, ran, released, cancelled or
+ * waited for a task - in id order. Call with max 0 (rows may then be NULL)
+ * to learn n. On a quiet runtime the rows sum exactly to sf_stats_read()'s
+ * counters (created, run_inline, run_pool, run_stolen, discarded,
+ * cancelled, gets_blocked, sleeps, fresh_stacks, asleep); while tasks run,
+ * each is a recent value. Reading costs a pass over every thread, never a
+ * lock, and nothing on the task path: each thread counts into its own
+ * fields, which only it writes.
+ *
+ * SF_STATS=1 (or sf_config.stats) prints these rows as a table on stderr
+ * at sf_shutdown(), after the last task has run, with a total row:
+ *
+ *   libsf stats: 2 threads (1 pool worker), 1346268 tasks created,
+ *   1346268 run, 0 discarded, 0 cancelled           (one line on stderr)
+ *   thread kind   executed  inline  pool stolen drained steals failed
+ *        0 thread   680321  680312     0      9       0    719    710 ...
+ *        1 worker   665947  665945     1      1       0    409    407 ...
+ *    total         1346268 1346257     1     10       0   1128   1117 ...
+ * (columns narrowed here), then sleeps, idle (idle_sleeps), busy_ms and
+ * avg_ns.
+ *
+ * Returns n, or -1 with errno EINVAL (max < 0, or rows NULL with max > 0)
+ * or ESRCH (runtime not running).
+ */
+SF_EXPORT int sf_stats_read_threads(sf_thread_stats *rows, int max);
 
 #ifdef __cplusplus
 }

@@ -45,25 +45,40 @@ static int env_threads(void)
     return (int)n;
 }
 
-/* 0 (off), SF_TRACE_ON or SF_TRACE_CHROME. */
-static int env_trace(void)
+/* A boolean variable: 1/true/yes/on or 0/false/no/off, any case; unset is
+ * off. `extra` (or NULL) is one more word accepted, returned as `extra_val`.
+ * Anything else is reported, naming the variable, and means off (`off_means`
+ * completes the message: what stays off). */
+static int env_word(const char *name, const char *extra, int on_val, int extra_val,
+                    const char *off_means)
 {
-    const char *v = getenv("SF_TRACE");
+    const char *v = getenv(name);
     if (v == NULL)
         return 0;
-    if (strcasecmp(v, "chrome") == 0)
-        return SF_TRACE_CHROME;
+    if (extra != NULL && strcasecmp(v, extra) == 0)
+        return extra_val;
     static const char *const on[] = {"1", "true", "yes", "on"};
     static const char *const off[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
         if (strcasecmp(v, on[i]) == 0)
-            return SF_TRACE_ON;
+            return on_val;
         if (strcasecmp(v, off[i]) == 0)
             return 0;
     }
-    fprintf(stderr, "libsf: SF_TRACE='%s' is not one of 1/0/true/false/yes/no/on/off/chrome; "
-                    "tracing stays off\n", v);
+    fprintf(stderr, "libsf: %s='%s' is not one of 1/0/true/false/yes/no/on/off%s%s; %s\n", name,
+            v, extra != NULL ? "/" : "", extra != NULL ? extra : "", off_means);
     return 0;
+}
+
+/* 0 (off), SF_TRACE_ON or SF_TRACE_CHROME. */
+static int env_trace(void)
+{
+    return env_word("SF_TRACE", "chrome", SF_TRACE_ON, SF_TRACE_CHROME, "tracing stays off");
+}
+
+static bool env_stats(void)
+{
+    return env_word("SF_STATS", NULL, 1, 0, "statistics stay off") != 0;
 }
 
 int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
@@ -73,7 +88,8 @@ int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
         cfg = &zero;
     if (cfg->threads < 0 || cfg->threads > SF_MAX_THREADS ||
         cfg->trace < SF_TRACE_FROM_ENV || cfg->trace > SF_TRACE_CHROME ||
-        (cfg->stack_size != 0 && cfg->stack_size < MIN_STACK)) {
+        (cfg->stack_size != 0 && cfg->stack_size < MIN_STACK) ||
+        cfg->stats < SF_STATS_FROM_ENV || cfg->stats > SF_STATS_OFF) {
         errno = EINVAL;
         return -1;
     }
@@ -81,6 +97,7 @@ int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
     out->trace = cfg->trace == SF_TRACE_FROM_ENV ? env_trace()
                  : cfg->trace == SF_TRACE_OFF        ? 0
                                                      : cfg->trace;
+    out->stats = cfg->stats == SF_STATS_ON || (cfg->stats == SF_STATS_FROM_ENV && env_stats());
     out->stack_size = cfg->stack_size != 0 ? cfg->stack_size : DEFAULT_STACK;
     out->trace_file = NULL;
     out->trace_file_from_env = false;

@@ -16,6 +16,7 @@ struct sf__cfg {
     char *trace_file;          /* malloc'd; NULL: stderr */
     bool trace_file_from_env;  /* a bad one is reported, not an error */
     size_t stack_size;         /* of each pool worker */
+    bool stats;                /* print the statistics table at shutdown (stats.c) */
 };
 
 /* Fills *out from cfg (NULL: all from the environment). Returns 0, or -1 with

@@ -335,8 +335,14 @@ static bool help(struct sf__thread *me, bool force, uint32_t region)
 {
     uint64_t claimed;
     int from = me->id;
+    /* After a shutdown's deadline nothing starts by helping (lifecycle.c,
+     * sf_shutdown_timeout): the wait goes on without it, which deadlock
+     * freedom allows (it rests on step 3 alone, top comment). */
+    if (SF__UNLIKELY(sf__pool_past_deadline()))
+        return false;
     sf_future *g = sf__pending_pop(&me->q, region, &claimed);
     if (g == NULL) {
+        SF__BUMP(me->c_steal_tries);
         int n = sf__registry_count();
         unsigned flags = force ? SF__STEAL_PRIVATE : 0;
         for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n && g == NULL;
@@ -346,8 +352,14 @@ static bool help(struct sf__thread *me, bool force, uint32_t region)
                 (g = sf__pending_steal(&v->q, flags, region, STEAL_SCAN, &claimed)) != NULL)
                 from = v->id;
         }
-        if (g == NULL)
+        if (g == NULL) {
+            SF__BUMP(me->c_steal_fails);
             return false;
+        }
+    }
+    if (SF__UNLIKELY(sf__pool_past_deadline())) { /* claimed after it: not started */
+        sf__pool_shed(me, g, claimed);
+        return true;
     }
     SF__TRACE(me, STEAL, claimed, from);
     /* Running, not waiting, while the helped task runs: it sits above our
@@ -441,6 +453,13 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
                      : sf__pending_claim_foreign(q, f, &s, run)) {
                 if (mine)
                     sf__pending_trim(q, f);
+                /* Past a shutdown's deadline a task no longer starts here
+                 * either: its getters, this one included, see ECANCELED
+                 * (sf_shutdown_timeout). */
+                if (SF__UNLIKELY(sf__pool_past_deadline())) {
+                    sf__pool_shed(me, f, run);
+                    break;
+                }
                 /* Relaxed: f is ours now; sf__run reads it on this thread. */
                 if (isolated)
                     atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);

@@ -54,12 +54,15 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
     if (traced)
         sf__trace_event(me, SF__EV_GSTART, s, 0);
     sf__get_submit(me, traced);
-    /* Near the end of the stack, sf__get_slow runs f on a fresh one. */
+    /* Near the end of the stack, sf__get_slow runs f on a fresh one. A
+     * thread that runs no task fails sf__stack_room too (run.h, busy
+     * time): its task is timed on the slow path, so here me->cur is a task. */
     if (SF__LIKELY(sf__pending_holds(&me->q, s) && sf__stack_room(me))) {
         uint64_t run = sf__with_status(s, SF__RUNNING);
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);
-            uint64_t done = sf__run(me, f, run, SF__HOW_INLINE, traced);
+            SF__ASSERT(me->cur != NULL, "the fast path runs only inside a task (run.h)");
+            uint64_t done = sf__run_body(me, f, run, SF__HOW_INLINE, traced, me->cur);
             if (traced)
                 sf__trace_event(me, SF__EV_GDONE, run, 0);
             return SF__LIKELY(!(done & SF__FAILED)) ? f->val : sf__get_failed(f);

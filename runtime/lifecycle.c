@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "stats.h"
 
 /* Rank LIFE (debug.h): the outermost lock; the registry's may be taken under
  * it (the starter registers). Held only by start and stop, never while a
@@ -31,6 +32,9 @@ static struct sf__lock life = SF__LOCK_INITIALIZER(SF__RANK_LIFE, "life");
 /* enum sf__life. Written under `life`. */
 static _Atomic int state;
 static int threads_cfg;
+/* SF_STATS: print the statistics table at shutdown. Written at start under
+ * `life`, read by the stopping thread, which took `life` after it. */
+static bool stats_cfg;
 /* This process is a child forked from one that used libsf: its runtimes do
  * not trace to SF_TRACE_FILE, the parent's trace file (opening it would
  * truncate the parent's trace); stderr or an sf_config file are fine. */
@@ -111,6 +115,7 @@ static int start(struct sf__cfg *c)
         return -1;
     }
     threads_cfg = c->threads;
+    stats_cfg = c->stats;
     sf__pool_configure(c->threads - 1, c->stack_size);
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
      * configuration above. */
@@ -187,18 +192,45 @@ struct sf__thread *sf__enter_slow(void)
     return sf__registry_register(false, 0);
 }
 
-/* Runs every task still pending anywhere until none is left and no worker is
- * busy (a running task may queue more). Returns how many it ran. */
+/*
+ * One pending task claimed from anywhere: this thread's queue (newest
+ * first), then every thread's, private ones included. NULL: none was found
+ * in this pass (a running task may queue more).
+ *
+ * The one place the drain and the discard find pending tasks: another
+ * source of them (batch queues, sf__batch_take(claimed)) plugs in here, as
+ * one more attempt before NULL.
+ */
+static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
+{
+    sf_future *f = sf__pending_pop(&me->q, 0, claimed);
+    for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
+        f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, 0, UINT64_MAX,
+                              claimed);
+    return f;
+}
+
+/*
+ * Runs every task still pending anywhere until none is left and no worker is
+ * busy (a running task may queue more). Past the pool's deadline
+ * (sf_shutdown_timeout; pool.h) it discards what it claims instead of
+ * running it - the check comes after the claim, so a task started here
+ * started before the deadline - and keeps claiming until nothing is pending
+ * and no worker runs a task, so tasks queued by the last running ones are
+ * discarded too (or run by their maker's own get, which claims first).
+ * Returns how many it ran.
+ */
 static unsigned long drain(struct sf__thread *me)
 {
     unsigned long n = 0;
     for (;;) {
         uint64_t claimed;
-        sf_future *f = sf__pending_pop(&me->q, 0, &claimed);
-        for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
-            f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, 0, UINT64_MAX,
-                                  &claimed);
+        sf_future *f = claim_pending(me, &claimed);
         if (f != NULL) {
+            if (SF__UNLIKELY(sf__pool_past_deadline())) {
+                sf__pool_shed(me, f, claimed);
+                continue;
+            }
             sf__run_claimed(me, f, claimed, SF__HOW_DRAIN);
             n++;
             continue;
@@ -225,12 +257,18 @@ static void failure_at_shutdown(sf_future *f, uint64_t s)
     f->val = NULL;
 }
 
-SF_EXPORT void sf_shutdown(void)
+/*
+ * sf_shutdown and sf_shutdown_timeout: deadline_ns 0 is none. Returns the
+ * tasks discarded past the deadline, or -1 with errno EDEADLK when called
+ * from inside a task (`name` names the caller in the stderr line).
+ */
+static long stop(uint64_t deadline_ns, const char *name)
 {
     struct sf__thread *me = sf__thread_self();
     if (me != NULL && (me->cur != NULL || me->is_worker)) {
-        fprintf(stderr, "libsf: sf_shutdown() called from inside a task; ignored\n");
-        return;
+        fprintf(stderr, "libsf: %s() called from inside a task; ignored\n", name);
+        errno = EDEADLK;
+        return -1;
     }
     sf__lock(&life);
     /* Relaxed, load and store: under `life`, which every writer holds;
@@ -238,10 +276,13 @@ SF_EXPORT void sf_shutdown(void)
      * not DOWN, and STOPPING publishes nothing. */
     if (atomic_load_explicit(&state, memory_order_relaxed) != SF__UP) {
         sf__unlock(&life); /* not running, or another shutdown is under way */
-        return;
+        return 0;
     }
     atomic_store_explicit(&state, SF__STOPPING, memory_order_relaxed);
     sf__unlock(&life);
+    /* Before anything is claimed: every claimer past the deadline sheds
+     * (pool.h). */
+    sf__pool_set_deadline(deadline_ns);
     /* No lock from here to the frees: tasks run. sf__enter registers this
      * thread if it never used libsf (the runtime is STOPPING, not DOWN, so it
      * starts nothing). */
@@ -252,10 +293,15 @@ SF_EXPORT void sf_shutdown(void)
     else if (!sf__pool_drain())
         /* No struct for this thread and no worker to run what is pending:
          * say so rather than lose it quietly. */
-        fprintf(stderr, "libsf: sf_shutdown() could not register its thread (%s) and has no "
+        fprintf(stderr, "libsf: %s() could not register its thread (%s) and has no "
                         "worker: tasks still pending were not run\n",
-                strerror(errno));
+                name, strerror(errno));
     sf__pool_stop();
+    /* Relaxed: every shedder was a worker (joined just now) or this thread,
+     * or a getter the program synchronised with us (sf.h). */
+    long shed = atomic_load_explicit(&sf__pool.shed, memory_order_relaxed);
+    if (stats_cfg)
+        sf__stats_print(threads_cfg); /* quiet now: every count is final */
     /* Failures nobody saw, on futures nobody released: reported now, with
      * no lock held (the hook is the program's code). */
     sf__futures_each(failure_at_shutdown);
@@ -271,6 +317,35 @@ SF_EXPORT void sf_shutdown(void)
      * acquire load only needs to see "not UP" to take the lock. */
     atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
     sf__unlock(&life);
+    return shed;
+}
+
+SF_EXPORT void sf_shutdown(void)
+{
+    int saved = errno;
+    (void)stop(0, "sf_shutdown");
+    errno = saved;
+}
+
+/* Beyond this many seconds a deadline is none: it would not fit the clock's
+ * 64 bits of nanoseconds safely, and no shutdown waits 30 years. */
+#define FAR_SECONDS 1e9
+
+SF_EXPORT long sf_shutdown_timeout(double seconds)
+{
+    if (!(seconds >= 0)) { /* negative, or NaN */
+        errno = EINVAL;
+        return -1;
+    }
+    uint64_t deadline = 0;
+    if (seconds < FAR_SECONDS) {
+        /* 0 seconds: the deadline is now, already past at the first claim
+         * (a deadline of 0 would mean none, so at least 1). */
+        deadline = sf__now_ns() + (uint64_t)(seconds * 1e9);
+        if (deadline == 0)
+            deadline = 1;
+    }
+    return stop(deadline, "sf_shutdown_timeout");
 }
 
 SF_EXPORT int sf_stats_read(sf_stats *out)
@@ -284,22 +359,21 @@ SF_EXPORT int sf_stats_read(sf_stats *out)
         errno = ESRCH;
         return -1;
     }
-    memset(out, 0, sizeof *out);
+    sf__stats_sum(out);
     out->threads = threads_cfg;
-    out->workers = sf__pool.workers;
-    /* Relaxed: counters are statistics (platform.h, SF__BUMP). */
-    out->peak_busy = atomic_load_explicit(&sf__pool.peak_busy, memory_order_relaxed);
-    for (int i = 0, n = sf__registry_count(); i < n; i++) {
-        struct sf__thread *r = sf__registry_get(i);
-        out->created += atomic_load_explicit(&r->c_created, memory_order_relaxed);
-        out->run_inline += atomic_load_explicit(&r->c_inline, memory_order_relaxed);
-        out->run_pool += atomic_load_explicit(&r->c_pool, memory_order_relaxed);
-        out->run_stolen += atomic_load_explicit(&r->c_stolen, memory_order_relaxed);
-        out->discarded += atomic_load_explicit(&r->c_discarded, memory_order_relaxed);
-        out->cancelled += atomic_load_explicit(&r->c_cancelled, memory_order_relaxed);
-        out->gets_blocked += atomic_load_explicit(&r->c_blocked, memory_order_relaxed);
-        out->sleeps += atomic_load_explicit(&r->c_sleeps, memory_order_relaxed);
-        out->fresh_stacks += atomic_load_explicit(&r->c_fresh_stacks, memory_order_relaxed);
-    }
     return 0;
+}
+
+SF_EXPORT int sf_stats_read_threads(sf_thread_stats *rows, int max)
+{
+    if (max < 0 || (rows == NULL && max > 0)) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* Acquire: as in sf_stats_read. */
+    if (atomic_load_explicit(&state, memory_order_acquire) == SF__DOWN) {
+        errno = ESRCH;
+        return -1;
+    }
+    return sf__stats_rows(rows, max);
 }

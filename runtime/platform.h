@@ -41,6 +41,8 @@
  * relaxed because readers want a recent value, not an order with anything.
  */
 #define SF__BUMP(c) atomic_store_explicit(&(c), SF__OWN_LOAD(&(c)) + 1, memory_order_relaxed)
+/* The same, adding n. */
+#define SF__ADD(c, n) atomic_store_explicit(&(c), SF__OWN_LOAD(&(c)) + (n), memory_order_relaxed)
 
 /* True once membarrier is registered; then never changes (set before any
  * worker starts, so every thread reads it after the start's publication). */

@@ -44,6 +44,7 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
     /* Relaxed: set once, before a wake-up of every worker (sf__pool_drain). */
     if (SF__UNLIKELY(atomic_load_explicit(&sf__pool.draining, memory_order_relaxed)))
         flags = SF__STEAL_PRIVATE;
+    SF__BUMP(me->c_steal_tries);
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
          k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
@@ -53,11 +54,16 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
             return f;
         }
     }
+    SF__BUMP(me->c_steal_fails);
     return NULL;
 }
 
 static void take(struct sf__thread *me, sf_future *f, uint64_t claimed, int from)
 {
+    if (SF__UNLIKELY(sf__pool_past_deadline())) { /* claimed after it: not started */
+        sf__pool_shed(me, f, claimed);
+        return;
+    }
     /* Relaxed: busy and peak_busy are statistics and the drain's "quiet"
      * test, which rescans anyway; nothing is ordered by them. */
     int b = atomic_fetch_add_explicit(&sf__pool.busy, 1, memory_order_relaxed) + 1;
@@ -159,6 +165,7 @@ static void *worker_main(void *arg)
         /* Acquire: as the loop's test of stop. */
         if (f == NULL && !atomic_load_explicit(&sf__pool.stop, memory_order_acquire)) {
             SF__TRACE(me, IDLE, 0, 0);
+            SF__BUMP(me->c_idle_sleeps);
             if (sf__trace_on)
                 sf__trace_flush(me); /* a sleeping thread's lines should be readable */
             sf__futex_wait(&sf__pool.idle_seq, seen, IDLE_NAP_NS);
@@ -200,6 +207,22 @@ bool sf__pool_drain(void)
     return true;
 }
 
+void sf__pool_set_deadline(uint64_t deadline_ns)
+{
+    /* Relaxed, both: see pool.h; the shutdown thread reads shed after
+     * joining every worker, and the join orders their additions. */
+    atomic_store_explicit(&sf__pool.shed, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__pool.deadline, deadline_ns, memory_order_relaxed);
+}
+
+void sf__pool_shed(struct sf__thread *me, sf_future *f, uint64_t claimed)
+{
+    sf__run_cancelled(me, f, claimed);
+    /* Relaxed: a count, read by the shutdown thread once every shedder is
+     * joined or has returned to it (lifecycle.c). */
+    atomic_fetch_add_explicit(&sf__pool.shed, 1, memory_order_relaxed);
+}
+
 void sf__pool_wake_one(void)
 {
     /* Relaxed: the futex call orders nothing; the sleeper rescans itself. */
@@ -230,6 +253,7 @@ int sf__pool_start(int workers, int *err)
     atomic_store_explicit(&sf__pool.idle_workers, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.started, 0, memory_order_relaxed);
     atomic_store_explicit(&sf__pool.unregistered, 0, memory_order_relaxed);
+    sf__pool_set_deadline(0);
     if (workers == 0)
         return 0;
     sf__pool.tids = calloc((size_t)workers, sizeof *sf__pool.tids);

@@ -20,6 +20,9 @@ struct sf__pool {
     _Atomic int peak_busy;
     _Atomic int stop;                        /* workers leave */
     _Atomic int draining;                    /* workers take any pending task (pool.c) */
+    _Atomic uint64_t deadline;               /* a shutdown's deadline (sf__now_ns), 0:
+                                              * none (sf__pool_past_deadline) */
+    _Atomic long shed;                       /* tasks discarded past it (sf__pool_shed) */
     _Atomic int started, unregistered;       /* workers past registration, and
                                               * those of them it failed (pool.c) */
     int workers, nstarted;
@@ -46,6 +49,33 @@ void sf__pool_wake_one(void);
  * left anywhere and none runs: the drain of a shutdown whose thread could not
  * register. Returns false, running nothing, if there is no worker. */
 bool sf__pool_drain(void);
+/*
+ * A shutdown's deadline (lifecycle.c, sf_shutdown_timeout). Once the clock
+ * passes it, no task starts any more except through the fork-join fast path
+ * (a get of the thread's own newest task, get.h, which never looks): every
+ * other claimer - an idle worker's take, a helping get, a get of a task
+ * queued elsewhere, the shutdown's own drain - checks after its claim and
+ * completes the task as cancelled instead (sf__pool_shed). Checking after
+ * the claim is what makes it exact: a task whose claim read the clock
+ * before the deadline started before it.
+ *
+ * The deadline is set (relaxed) before the drain begins and read relaxed:
+ * it orders nothing, each claimer decides alone about the task it claimed,
+ * and either decision is a correct one (a claimer that has not seen the
+ * store yet claimed within the hardware's store-visibility delay of the
+ * start of the shutdown, long before any deadline). 0 seconds means
+ * "now": set to the clock at the call.
+ */
+void sf__pool_set_deadline(uint64_t deadline_ns);
+static inline bool sf__pool_past_deadline(void)
+{
+    uint64_t d = atomic_load_explicit(&sf__pool.deadline, memory_order_relaxed);
+    return SF__UNLIKELY(d != 0) && sf__now_ns() >= d;
+}
+/* Completes f, claimed by `me` (RUNNING as `claimed`), as cancelled without
+ * running it, and counts it in sf__pool.shed (and me's cancelled count). */
+void sf__pool_shed(struct sf__thread *me, sf_future *f, uint64_t claimed);
+
 /* In a child after fork(): the workers do not exist there; forget them. */
 void sf__pool_after_fork(void);
 

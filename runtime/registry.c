@@ -101,7 +101,9 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     }
     sf__pending_adopt(&t->q);
     SF__OWNER_SET(&t->free);
-    t->is_worker = worker;
+    /* Atomic (relaxed): statistics read it from other threads (stats.c)
+     * while an adopted struct changes kind; the owner reads it plainly. */
+    __atomic_store_n(&t->is_worker, worker, __ATOMIC_RELAXED);
     t->cur = NULL;
 #if defined(__SANITIZE_THREAD__)
     t->depth = 0;
@@ -128,7 +130,8 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     }
     /* The last quarter of the stack is left to the task that runs there and
      * to the user code it calls before its next get. */
-    t->stack_red = t->stack_size != 0 ? t->stack_lo + t->stack_size / 4 : 0;
+    t->stack_red_task = t->stack_size != 0 ? t->stack_lo + t->stack_size / 4 : 0;
+    t->stack_red = UINTPTR_MAX; /* no task runs here yet (registry.h) */
     /* Relaxed: alive is read under reg_lock, or as a hint. */
     atomic_store_explicit(&t->alive, 1, memory_order_relaxed);
     sf__unlock(&reg_lock);
@@ -209,4 +212,30 @@ void sf__registry_destroy(void)
     dead = NULL;
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
     sf__tls.me = NULL;
+}
+
+/* Relaxed loads, both: statistics (platform.h, SF__BUMP); a stale counter
+ * makes a snapshot, never a wrong one once the threads are quiet. */
+uint64_t sf__registry_queued(void)
+{
+    int64_t q = 0;
+    for (int i = 0, n = sf__registry_count(); i < n; i++) {
+        struct sf__thread *r = sf__registry_get(i);
+        q += (int64_t)(atomic_load_explicit(&r->c_created, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_inline, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_pool, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_stolen, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_drained, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_discarded, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_cancelled, memory_order_relaxed));
+    }
+    return q < 0 ? 0 : (uint64_t)q;
+}
+
+int sf__registry_asleep(void)
+{
+    int a = 0;
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        a += atomic_load_explicit(&sf__registry_get(i)->asleep, memory_order_relaxed);
+    return a;
 }

@@ -24,7 +24,8 @@ struct sf__failure; /* failure.h */
 struct sf__thread {
     struct sf__pending q;      /* its pending queue (its own cache lines) */
     int id;                    /* index in the registry; the trace's Thread column */
-    bool is_worker;            /* a pool worker */
+    bool is_worker;            /* a pool worker (written with __atomic_store_n at
+                                * registration: stats.c reads it) */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
     sf_future *cur;            /* the task running here, innermost; NULL: none (owner) */
@@ -46,11 +47,21 @@ struct sf__thread {
     uintptr_t stack_lo;        /* the thread's stack, lowest address (0: unknown) */
     size_t stack_size;         /* ... and size below its registration frame */
     uintptr_t stack_red;       /* a get below this address continues on a fresh
-                                * stack (get.c); 0 when the stack is unknown */
+                                * stack (get.c): stack_red_task while the thread
+                                * runs a task, UINTPTR_MAX while it runs none
+                                * (me->cur NULL), so that such a get leaves the
+                                * fork-join fast path (get.h) and its task is
+                                * timed (run.h, busy time) at no cost to it (owner) */
+    uintptr_t stack_red_task;  /* the red line: 0 when the stack is unknown */
     struct sf__freelist free;  /* its free futures (owner) */
-    /* Counters: written by the owner only (SF__BUMP), read by anyone. */
+    /* Counters: written by the owner only (SF__BUMP, SF__ADD), read by anyone
+     * (stats.c sums them). c_steal_tries/fails: scans of other threads'
+     * queues by a helping get or an idle worker, and those that found
+     * nothing; c_idle_sleeps: an idle worker's sleeps; c_busy_ns: time in
+     * outermost task executions (run.h, sf__run_outermost). */
     _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
-        c_blocked, c_sleeps, c_fresh_stacks, c_cancelled;
+        c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
+        c_idle_sleeps, c_busy_ns;
     /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
     char *tbuf;
     size_t tlen;
@@ -114,6 +125,16 @@ void sf__registry_after_fork(void);
 int sf__registry_count(void);
 /* Thread i < sf__registry_count(): valid until destroy. */
 struct sf__thread *sf__registry_get(int i);
+
+/*
+ * Tasks queued and not started, over all threads: created minus started
+ * (inline, pool, stolen, drained) minus discarded and cancelled. Each
+ * counter is exact for its owner; the sum is a snapshot taken while others
+ * move, so it is clamped at 0, and exact once every thread is quiet.
+ */
+uint64_t sf__registry_queued(void);
+/* Threads asleep in a get now (their `asleep` flags). */
+int sf__registry_asleep(void);
 
 /*
  * Owner: may a get run its task on this stack, nested in the caller's frame?

@@ -55,6 +55,22 @@ void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
     free(f->val);
 }
 
+uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
+                           enum sf__how how, bool traced)
+{
+    /* The clock is read before the claim's task starts and after its
+     * completion is published: the task's whole time, and its nested ones',
+     * and no more than two reads per outermost task. */
+    uint64_t t0 = sf__now_ns();
+    /* A task runs here now: gets in it may take the fast path (run.h). */
+    me->stack_red = me->stack_red_task;
+    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL)
+                           : sf__run_body(me, f, claimed, how, false, NULL);
+    me->stack_red = UINTPTR_MAX;
+    SF__ADD(me->c_busy_ns, sf__now_ns() - t0);
+    return done;
+}
+
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how)
 {
     if (SF__UNLIKELY(sf__trace_on))

@@ -37,15 +37,15 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 /* An orphan that failed: nobody can see it now, so it is reported. */
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 
-/*
- * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
- * and completes f. `how` and `traced` are constants at every call site, so
- * each copy keeps only its own branches; traced is sf__trace_on or false.
- * No runtime lock may be held (debug.h checks). Returns the DONE state it
- * stored (FAILED tells a failure).
- */
+/* sf__run of a task that no other task encloses on this thread (me->cur is
+ * NULL): the same, timed into me->c_busy_ns (run.c). */
+uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
+                           enum sf__how how, bool traced);
+
+/* sf__run's body; `outer` is me->cur, which the caller read. */
 static inline __attribute__((always_inline)) uint64_t
-sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
+sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
+             bool traced, sf_future *outer)
 {
     switch ((int)how) {
     case SF__HOW_INLINE:
@@ -59,7 +59,6 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     if (traced)
         sf__trace_event(me, SF__EV_FSTART, claimed, how);
     sf__witness_assert_none("a task starts");
-    sf_future *outer = me->cur;
     me->cur = f;
 #if defined(__SANITIZE_THREAD__)
     me->depth++;
@@ -123,6 +122,39 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     if (SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
         sf__futex_wake(sf__future_futex(f), INT_MAX);
     return done;
+}
+
+/*
+ * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
+ * and completes f. `how` and `traced` are constants at every call site, so
+ * each copy keeps only its own branches; traced is sf__trace_on or false.
+ * No runtime lock may be held (debug.h checks). Returns the DONE state it
+ * stored (FAILED tells a failure).
+ *
+ * Busy time (sf.h, sf_thread_stats.busy_ns) is the time a thread spends
+ * inside tasks: only an outermost execution - one that no other task
+ * encloses on this thread (me->cur NULL) - is timed, from before its start
+ * to after its completion, and everything nested in it (its gets, the
+ * tasks they run, their waits) lies within. A thread's first task, a
+ * worker's every take, a foreign thread's outermost get go out of line
+ * here.
+ *
+ * The fork-join fast path (get.h) does not come here: it calls
+ * sf__run_body directly, and pays nothing for busy time, not even a
+ * branch. It is taken only by a get that passes sf__stack_room, and a
+ * thread that runs no task has stack_red UINTPTR_MAX (registry.h), which
+ * fails it: its gets go through sf__get_slow, then sf__run_claimed, then
+ * here. sf__run_outermost lowers stack_red to the real red line while the
+ * task runs and raises it again after. So the invariant the fast path
+ * rests on: whenever sf__stack_room(me) is true, me->cur is not NULL.
+ */
+static inline __attribute__((always_inline)) uint64_t
+sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
+{
+    sf_future *outer = me->cur;
+    if (SF__UNLIKELY(outer == NULL))
+        return sf__run_outermost(me, f, claimed, how, traced);
+    return sf__run_body(me, f, claimed, how, traced, outer);
 }
 
 #endif /* SF_RUN_H */

@@ -190,31 +190,11 @@ void sf__trace_flush(struct sf__thread *t)
     t->tlen = 0;
 }
 
-/* The Queue and Asleep columns: tasks queued and not started, and getters
- * asleep, over all threads. Each counter is exact for its owner; the sums are
- * snapshots taken while others move, so clamp. Relaxed loads: statistics. */
-static long long queued(void)
-{
-    long long q = 0;
-    for (int i = 0, n = sf__registry_count(); i < n; i++) {
-        struct sf__thread *r = sf__registry_get(i);
-        q += (long long)(atomic_load_explicit(&r->c_created, memory_order_relaxed) -
-                         atomic_load_explicit(&r->c_inline, memory_order_relaxed) -
-                         atomic_load_explicit(&r->c_pool, memory_order_relaxed) -
-                         atomic_load_explicit(&r->c_stolen, memory_order_relaxed) -
-                         atomic_load_explicit(&r->c_drained, memory_order_relaxed) -
-                         atomic_load_explicit(&r->c_discarded, memory_order_relaxed));
-    }
-    return q < 0 ? 0 : q;
-}
+/* The Queue and Asleep columns: registry.h (sf__registry_queued, whose sum
+ * is clamped, and sf__registry_asleep). */
+static long long queued(void) { return (long long)sf__registry_queued(); }
 
-static int asleep(void)
-{
-    int a = 0;
-    for (int i = 0, n = sf__registry_count(); i < n; i++)
-        a += atomic_load_explicit(&sf__registry_get(i)->asleep, memory_order_relaxed);
-    return a;
-}
+static int asleep(void) { return sf__registry_asleep(); }
 
 /* The Chrome trace. A task's slice is named by its kind, the how of its
  * FStart as people say it. */

@@ -28,6 +28,8 @@ check_PROGRAMS += tests/test_deadlock
 check_PROGRAMS += tests/test_faults
 check_PROGRAMS += tests/test_for
 check_PROGRAMS += tests/test_pool
+check_PROGRAMS += tests/test_stats
+check_PROGRAMS += tests/test_shutdown_timeout
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -51,6 +53,8 @@ TESTS += tests/test_deadlock
 TESTS += tests/test_faults
 TESTS += tests/test_for
 TESTS += tests/test_pool
+TESTS += tests/test_stats
+TESTS += tests/test_shutdown_timeout
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -144,6 +148,16 @@ tests_test_stress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_faults_SOURCES = tests/test_faults.c tests/testutil.c tests/testutil.h
 tests_test_faults_LDADD = libsf.la $(CHECK_LIBS) -ldl
 tests_test_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# Statistics: per-thread rows, queued/asleep, the SF_STATS table.
+tests_test_stats_SOURCES = tests/test_stats.c tests/testutil.c tests/testutil.h
+tests_test_stats_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_stats_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# sf_shutdown_timeout: the deadline, the discards, their getters.
+tests_test_shutdown_timeout_SOURCES = tests/test_shutdown_timeout.c tests/testutil.c tests/testutil.h
+tests_test_shutdown_timeout_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_shutdown_timeout_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h

@@ -51,6 +51,7 @@ void tu_env_clean(void)
     unsetenv("SF_THREADS");
     unsetenv("SF_TRACE");
     unsetenv("SF_TRACE_FILE");
+    unsetenv("SF_STATS");
 }
 
 void tu_env_threads(int n)

@@ -32,7 +32,7 @@ void tu_sleep_ms(long ms);
  * Returns 1 if the flag was seen set, 0 on timeout. */
 int tu_wait_flag(atomic_int *flag, long timeout_ms);
 
-/* Environment: SF_THREADS=n, and clears SF_TRACE / SF_TRACE_FILE so a test
+/* Environment: SF_THREADS=n, and clears SF_TRACE / SF_TRACE_FILE / SF_STATS so a test
  * starts from a known environment whatever the caller's shell has. */
 void tu_env_threads(int n);
 void tu_env_clean(void);

@@ -1,0 +1,373 @@
+/*
+ * test_shutdown_timeout.c - sf_shutdown_timeout: pending tasks run until the
+ * deadline, the rest are discarded (exactly those, each at most once, their
+ * getters see ECANCELED, the stats count them), running ones end first,
+ * tasks queued after the deadline are discarded unless their maker runs them,
+ * and the errors.
+ *
+ * Timing bounds are generous (a behaviour test, not a benchmark): they hold
+ * on a loaded 2-CPU machine and under the sanitizers.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NTASKS 20
+#define TASK_MS 100
+#define SLACK_MS 2000.0 /* scheduling noise allowed on top of any bound */
+
+static atomic_int runs[NTASKS + 8];
+static atomic_int ran;
+static atomic_long last_start_us; /* tu_now_ms() * 1000 of the latest start */
+
+static void *sleeper(void *arg)
+{
+    long i = (long)arg;
+    long now = (long)(tu_now_ms() * 1000);
+    long prev = atomic_load(&last_start_us);
+    while (now > prev && !atomic_compare_exchange_weak(&last_start_us, &prev, now))
+        ;
+    atomic_fetch_add(&runs[i], 1);
+    atomic_fetch_add(&ran, 1);
+    tu_sleep_ms(TASK_MS);
+    return arg;
+}
+
+static void *noop(void *arg) { return arg; }
+
+static void reset(void)
+{
+    for (int i = 0; i < NTASKS + 8; i++)
+        atomic_store(&runs[i], 0);
+    atomic_store(&ran, 0);
+    atomic_store(&last_start_us, 0);
+}
+
+/* Queues NTASKS sleepers (f[0] oldest) and submits them with a get of a
+ * newer task that returns at once: the worker starts taking the oldest. */
+static void queue_and_submit(sf_future **f)
+{
+    for (long i = 0; i < NTASKS; i++)
+        ck_assert_ptr_nonnull(f[i] = sf_do(sleeper, (void *)i));
+    sf_future *q = sf_do(noop, (void *)99L);
+    ck_assert_int_eq((long)sf_get(q), 99);
+    sf_release(q);
+}
+
+/* Submits what this thread queued, with a get of a task that returns at once. */
+static void queue_and_submit_none(void)
+{
+    sf_future *q = sf_do(noop, (void *)98L);
+    ck_assert_int_eq((long)sf_get(q), 98);
+    sf_release(q);
+}
+
+static void assert_at_most_once(void)
+{
+    for (int i = 0; i < NTASKS + 8; i++)
+        ck_assert_int_le(atomic_load(&runs[i]), 1);
+}
+
+/* The count returned is exactly the tasks that did not run; the time is the
+ * deadline plus at most one task; nothing runs after the return; the stats
+ * table counts the discarded tasks as cancelled. */
+START_TEST(returns_the_tasks_that_did_not_run)
+{
+    tu_env_threads(2);
+    setenv("SF_STATS", "1", 1);
+    reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *f[NTASKS];
+    queue_and_submit(f);
+    struct tu_capture c;
+    tu_capture_begin(&c);
+    double t0 = tu_now_ms();
+    long d = sf_shutdown_timeout(0.25);
+    double ms = tu_now_ms() - t0;
+    char *out = tu_capture_end(&c);
+    int r = atomic_load(&ran);
+    ck_assert_int_eq(d + r, NTASKS);
+    /* Two threads and 100 ms tasks: some ran, most could not by 0.25 s. */
+    ck_assert_int_ge(r, 1);
+    ck_assert_int_ge(d, 1);
+    assert_at_most_once();
+    /* Tasks were left at the deadline, so it was waited for; then at most
+     * the one task each thread had started. */
+    ck_assert_double_ge(ms, 250.0 - 1.0);
+    ck_assert_double_lt(ms, 250.0 + TASK_MS + SLACK_MS);
+    /* No task started after the deadline, on the worker or here: a worker
+     * that went on taking would start its fourth task at about 300 ms. A
+     * task claimed just before it may start a moment after: 40 ms of
+     * scheduling slack (150 under the sanitizers, which slow every step). */
+    double late = (double)atomic_load(&last_start_us) / 1000.0 - (t0 + 250.0);
+    ck_assert_msg(late < (TU_SANITIZED ? 150.0 : 40.0), "a task started %.1f ms after the deadline",
+                  late);
+    char want[64];
+    snprintf(want, sizeof want, ", %ld cancelled\n", d);
+    ck_assert_msg(strstr(out, want) != NULL, "table: %s", out);
+    free(out);
+    tu_sleep_ms(2 * TASK_MS);
+    ck_assert_int_eq(atomic_load(&ran), r); /* nothing ran after the return */
+}
+END_TEST
+
+/* The shutdown thread is busy with a long task well past the deadline, so
+ * only the worker could go on taking tasks: it must not start one after
+ * the deadline (it discards what it claims instead). */
+static void *long_sleeper(void *arg)
+{
+    tu_sleep_ms(800);
+    return arg;
+}
+
+START_TEST(workers_stop_taking_at_the_deadline)
+{
+    tu_env_threads(2);
+    reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    for (long i = 0; i < NTASKS; i++) /* kept past the shutdown: freed by it */
+        ck_assert_ptr_nonnull(sf_do(sleeper, (void *)i));
+    ck_assert_ptr_nonnull(sf_do(long_sleeper, NULL)); /* the newest: the drain here runs it first */
+    queue_and_submit_none();
+    double t0 = tu_now_ms();
+    long d = sf_shutdown_timeout(0.25);
+    double ms = tu_now_ms() - t0;
+    int r = atomic_load(&ran); /* sleepers only: the worker's */
+    ck_assert_int_eq(d + r, NTASKS);
+    ck_assert_int_ge(r, 1);
+    assert_at_most_once();
+    /* Without the check the worker would start one at about 300 ms, and
+     * more up to 800 ms. */
+    double late = (double)atomic_load(&last_start_us) / 1000.0 - (t0 + 250.0);
+    ck_assert_msg(late < (TU_SANITIZED ? 150.0 : 40.0), "a task started %.1f ms after the deadline",
+                  late);
+    ck_assert_double_ge(ms, 800.0 - 1.0); /* the long task ran to its end */
+    ck_assert_double_lt(ms, 800.0 + SLACK_MS);
+}
+END_TEST
+
+/* A long task that holds the shutdown open until a getter on another thread
+ * has seen its discarded future. */
+static atomic_int long_started, getter_done, shutdown_called;
+static _Atomic(sf_future *) watched;
+static int getter_rc, getter_errno;
+static void *getter_value;
+
+static void *long_task(void *arg)
+{
+    atomic_store(&long_started, 1);
+    tu_wait_flag(&getter_done, 30000);
+    return arg;
+}
+
+/*
+ * The getter polls sf_is_done (which never registers a thread) until the
+ * shutdown has discarded the future, then gets it: it must see ECANCELED,
+ * before the shutdown returns (long_task waits for it) - so its future is
+ * still valid. sf_is_done starts polling only after the call began, and
+ * the deadline is 0.25 s later.
+ */
+static void *getter(void *arg)
+{
+    (void)arg;
+    tu_wait_flag(&shutdown_called, 30000);
+    sf_future *f = atomic_load(&watched);
+    for (double t0 = tu_now_ms(); sf_is_done(f) != 1 && tu_now_ms() - t0 < 20000;)
+        tu_sleep_ms(1);
+    getter_rc = sf_wait(f, NULL);
+    errno = 0;
+    getter_value = sf_get(f);
+    getter_errno = errno;
+    atomic_store(&getter_done, 1);
+    return NULL;
+}
+
+START_TEST(a_getter_of_a_discarded_task_sees_ecanceled)
+{
+    tu_env_threads(2);
+    reset();
+    atomic_store(&long_started, 0);
+    atomic_store(&getter_done, 0);
+    atomic_store(&shutdown_called, 0);
+    getter_rc = getter_errno = -1;
+    getter_value = (void *)1;
+    ck_assert_int_eq(sf_init(NULL), 0);
+    /* The oldest, so the worker takes it first and is busy with it. */
+    sf_future *l = sf_do(long_task, (void *)5L);
+    sf_future *f[NTASKS];
+    queue_and_submit(f);
+    ck_assert_int_eq(tu_wait_flag(&long_started, 10000), 1);
+    /* The drain runs the newest first: the oldest sleeper is discarded. */
+    atomic_store(&watched, f[0]);
+    pthread_t g;
+    ck_assert_int_eq(pthread_create(&g, NULL, getter, NULL), 0);
+    atomic_store(&shutdown_called, 1);
+    long d = sf_shutdown_timeout(0.25);
+    pthread_join(g, NULL);
+    (void)l;
+    ck_assert_int_eq(getter_rc, ECANCELED);
+    ck_assert_ptr_null(getter_value);
+    ck_assert_int_eq(getter_errno, ECANCELED);
+    ck_assert_int_eq(atomic_load(&runs[0]), 0);
+    ck_assert_int_eq(d + atomic_load(&ran), NTASKS);
+    assert_at_most_once();
+}
+END_TEST
+
+START_TEST(zero_seconds_discards_everything_pending)
+{
+    tu_env_threads(2);
+    reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *f[NTASKS];
+    if (_i == 0) {
+        /* Never submitted: nothing ran, everything goes. */
+        for (long i = 0; i < NTASKS; i++)
+            f[i] = sf_do(sleeper, (void *)i);
+        double t0 = tu_now_ms();
+        ck_assert_int_eq(sf_shutdown_timeout(0), NTASKS);
+        ck_assert_double_lt(tu_now_ms() - t0, SLACK_MS);
+        ck_assert_int_eq(atomic_load(&ran), 0);
+    } else {
+        /* Submitted, one running on the worker: it ends, the rest go. */
+        queue_and_submit(f);
+        for (double t0 = tu_now_ms(); atomic_load(&ran) == 0 && tu_now_ms() - t0 < 10000;)
+            tu_sleep_ms(1);
+        ck_assert_int_eq(atomic_load(&ran), 1);
+        double t0 = tu_now_ms();
+        ck_assert_int_eq(sf_shutdown_timeout(0.0), NTASKS - 1);
+        ck_assert_double_lt(tu_now_ms() - t0, TASK_MS + SLACK_MS);
+        ck_assert_int_eq(atomic_load(&ran), 1);
+    }
+    assert_at_most_once();
+}
+END_TEST
+
+/* A deadline far enough is sf_shutdown: everything runs, once. */
+START_TEST(a_generous_deadline_discards_nothing)
+{
+    static const double seconds[] = {60.0, 1e300, INFINITY};
+    tu_env_threads(2);
+    reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    for (long i = 0; i < 6; i++)
+        sf_do(sleeper, (void *)i); /* kept past the shutdown: freed by it */
+    ck_assert_int_eq(sf_shutdown_timeout(seconds[_i]), 0);
+    ck_assert_int_eq(atomic_load(&ran), 6);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(atomic_load(&runs[i]), 1);
+}
+END_TEST
+
+/* A task still running at the deadline queues children and gets them: each
+ * either ran (its maker's own get claimed it first) or was discarded (the
+ * get saw ECANCELED), never both, and the return counts the discarded. */
+#define CHILDREN 5
+static int child_rc[CHILDREN];
+static atomic_int parent_started;
+
+static void *parent(void *arg)
+{
+    atomic_store(&parent_started, 1);
+    tu_sleep_ms(300); /* past the 0.1 s deadline */
+    sf_future *c[CHILDREN];
+    for (long i = 0; i < CHILDREN; i++)
+        c[i] = sf_do(sleeper, (void *)(NTASKS + i));
+    tu_sleep_ms(50); /* the shutdown thread may discard them meanwhile */
+    for (int i = CHILDREN - 1; i >= 0; i--) {
+        child_rc[i] = sf_wait(c[i], NULL);
+        sf_release(c[i]);
+    }
+    return arg;
+}
+
+START_TEST(tasks_queued_after_the_deadline)
+{
+    tu_env_threads(2);
+    reset();
+    atomic_store(&parent_started, 0);
+    for (int i = 0; i < CHILDREN; i++)
+        child_rc[i] = -1;
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *p = sf_do(parent, NULL);
+    sf_future *q = sf_do(noop, NULL);
+    sf_get(q); /* submits p; the worker takes it */
+    sf_release(q);
+    ck_assert_int_eq(tu_wait_flag(&parent_started, 10000), 1);
+    long d = sf_shutdown_timeout(0.1);
+    (void)p;
+    int discarded = 0;
+    for (int i = 0; i < CHILDREN; i++) {
+        int r = atomic_load(&runs[NTASKS + i]);
+        ck_assert_msg((child_rc[i] == 0 && r == 1) || (child_rc[i] == ECANCELED && r == 0),
+                      "child %d: rc %d, ran %d times", i, child_rc[i], r);
+        discarded += child_rc[i] == ECANCELED;
+    }
+    ck_assert_int_eq(d, discarded);
+}
+END_TEST
+
+static atomic_long inner_rc, inner_errno;
+
+static void *calls_shutdown_timeout(void *arg)
+{
+    errno = 0;
+    atomic_store(&inner_rc, sf_shutdown_timeout(1.0));
+    atomic_store(&inner_errno, errno);
+    return arg;
+}
+
+START_TEST(errors)
+{
+    tu_env_threads(2);
+    /* Not running: nothing to discard. */
+    ck_assert_int_eq(sf_shutdown_timeout(1.0), 0);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    static const double bad[] = {-1.0, -1e-9, NAN, -INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        errno = 0;
+        ck_assert_int_eq(sf_shutdown_timeout(bad[i]), -1);
+        ck_assert_int_eq(errno, EINVAL);
+    }
+    /* Still running after EINVAL; inside a task: one line, EDEADLK. */
+    sf_future *f = sf_do(calls_shutdown_timeout, (void *)4L);
+    struct tu_capture c;
+    tu_capture_begin(&c);
+    long r = (long)sf_get(f);
+    char *out = tu_capture_end(&c);
+    ck_assert_int_eq(r, 4);
+    sf_release(f);
+    ck_assert_int_eq(atomic_load(&inner_rc), -1);
+    ck_assert_int_eq(atomic_load(&inner_errno), EDEADLK);
+    ck_assert_str_eq(out, "libsf: sf_shutdown_timeout() called from inside a task; ignored\n");
+    free(out);
+    tu_stats_quiet();
+    ck_assert_int_eq(sf_shutdown_timeout(0), 0);
+    ck_assert_int_eq(sf_shutdown_timeout(0), 0); /* stopped already */
+    /* A new runtime after it, as after sf_shutdown. */
+    ck_assert_int_eq((long)tu_fib((void *)10L), tu_fib_exact(10));
+    sf_shutdown();
+}
+END_TEST
+
+static Suite *shutdown_timeout_suite(void)
+{
+    Suite *s = suite_create("shutdown_timeout");
+    TCase *tc = tcase_create("shutdown_timeout");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, returns_the_tasks_that_did_not_run);
+    tcase_add_test(tc, a_getter_of_a_discarded_task_sees_ecanceled);
+    tcase_add_test(tc, workers_stop_taking_at_the_deadline);
+    tcase_add_loop_test(tc, zero_seconds_discards_everything_pending, 0, 2);
+    tcase_add_loop_test(tc, a_generous_deadline_discards_nothing, 0, 3);
+    tcase_add_test(tc, tasks_queued_after_the_deadline);
+    tcase_add_test(tc, errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(shutdown_timeout_suite)
