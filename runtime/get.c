@@ -436,7 +436,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             }
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);
-            struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;
+            struct sf__pending *q = sf__queue_of(s);
             if (mine ? sf__pending_claim_own(q, f, &s, run)
                      : sf__pending_claim_foreign(q, f, &s, run)) {
                 if (mine)

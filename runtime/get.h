@@ -59,7 +59,7 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
         uint64_t run = sf__with_status(s, SF__RUNNING);
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);
-            uint64_t done = sf__run(me, f, run, SF__HOW_INLINE, traced);
+            uint64_t done = sf__run(me, f, run, SF__HOW_INLINE, traced, false);
             if (traced)
                 sf__trace_event(me, SF__EV_GDONE, run, 0);
             return SF__LIKELY(!(done & SF__FAILED)) ? f->val : sf__get_failed(f);

@@ -79,6 +79,7 @@ static void fork_child_reset(void)
     atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
     fork_child = true;
     sf__pool_after_fork();
+    sf__batch_after_fork();
     sf__trace_after_fork();
     sf__registry_after_fork();
     sf__futures_after_fork();
@@ -198,6 +199,8 @@ static unsigned long drain(struct sf__thread *me)
         for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
             f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, 0, UINT64_MAX,
                                   &claimed);
+        if (f == NULL) /* the batches' pending tasks, open or closed */
+            f = sf__batch_take(&claimed);
         if (f != NULL) {
             sf__run_claimed(me, f, claimed, SF__HOW_DRAIN);
             n++;
@@ -265,6 +268,7 @@ SF_EXPORT void sf_shutdown(void)
         sf__trace_close();
     }
     sf__lock(&life);
+    sf__batch_free_all(); /* drained above; those never closed go now */
     sf__registry_destroy();
     sf__futures_free_all();
     /* Relaxed: the next start reads it under `life`; sf__enter_slow's

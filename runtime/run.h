@@ -14,13 +14,19 @@
  * Either way, getters asleep on the future are found through f->waiters with
  * the asymmetric Dekker pair of platform.h: the runner's light fence (or the
  * exchange, a full barrier) here, the sleeper's heavy fence in get.c.
+ *
+ * A batch task (batch.h) completes out of line (sf__run_batch_done): the
+ * exchange, then its batch's accounting. Batch tasks never take the
+ * fork-join fast path (they are in no thread's queue, so sf__get's
+ * sf__pending_holds test fails), so only sf__run_claimed instantiates
+ * sf__run with `batch` true, and the fast path's copy carries no trace of it.
  */
 #ifndef SF_RUN_H
 #define SF_RUN_H
 
 #include <limits.h>
 
-#include "failure.h"
+#include "batch.h"
 
 /* The out-of-line copy, for runners off the fork-join fast path. */
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
@@ -36,16 +42,21 @@ void *sf__run_failed(struct sf__thread *me, sf_future *f);
 void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 /* An orphan that failed: nobody can see it now, so it is reported. */
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
+/* The completion of a batch task: its result r, its DONE state `done`. */
+uint64_t sf__run_batch_done(struct sf__thread *me, sf_future *f, uint64_t done, void *r);
 
 /*
  * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
- * and completes f. `how` and `traced` are constants at every call site, so
- * each copy keeps only its own branches; traced is sf__trace_on or false.
+ * and completes f. `how`, `traced` and `batch` are constants at every call
+ * site, so each copy keeps only its own branches; traced is sf__trace_on or
+ * false, batch is sf__is_batch_task(claimed) (only sf__run_claimed passes
+ * true).
  * No runtime lock may be held (debug.h checks). Returns the DONE state it
  * stored (FAILED tells a failure).
  */
 static inline __attribute__((always_inline)) uint64_t
-sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
+sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced,
+        bool batch)
 {
     switch (how) {
     case SF__HOW_INLINE: SF__BUMP(me->c_inline); break;
@@ -92,6 +103,8 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
         done |= now & (SF__FAILED | SF__SEEN);
         r = sf__run_failed(me, f); /* the code is in f->region already */
     }
+    if (batch)
+        return sf__run_batch_done(me, f, done, r);
     /* Relaxed: published by the release (or exchange) of DONE below. */
     __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
     if (how == SF__HOW_INLINE) {

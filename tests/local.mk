@@ -26,6 +26,7 @@ check_PROGRAMS += tests/test_failures
 check_PROGRAMS += tests/test_cancel
 check_PROGRAMS += tests/test_deadlock
 check_PROGRAMS += tests/test_faults
+check_PROGRAMS += tests/test_batch
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -47,6 +48,7 @@ TESTS += tests/test_failures
 TESTS += tests/test_cancel
 TESTS += tests/test_deadlock
 TESTS += tests/test_faults
+TESTS += tests/test_batch
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -132,6 +134,10 @@ tests_test_stress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_faults_SOURCES = tests/test_faults.c tests/testutil.c tests/testutil.h
 tests_test_faults_LDADD = libsf.la $(CHECK_LIBS) -ldl
 tests_test_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+tests_test_batch_SOURCES = tests/test_batch.c tests/testutil.c tests/testutil.h
+tests_test_batch_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_batch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h
