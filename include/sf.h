@@ -410,7 +410,7 @@ typedef struct sf_batch sf_batch;
  *
  * Returns the batch, or NULL with errno:
  *   ENOMEM  no memory for it, or for this thread's registration;
- *   EAGAIN  65,536 batches are open at once (close some), or the implicit
+ *   EAGAIN  16,384 batches are open at once (close some), or the implicit
  *           start of the runtime failed, or this thread cannot register
  *           (as sf_do()).
  */

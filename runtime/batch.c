@@ -50,8 +50,13 @@ static struct sf_batch *cursor; /* the batch to serve next; NULL: no batch open 
  * the free after every finish (each under the batch's lock, which the freer
  * took), so every such read is ordered between the two writes. */
 static struct sf_batch *slots[SF__BATCH_MAX];
-static uint32_t free_slots[SF__BATCH_MAX]; /* slots given back, a stack */
-static uint32_t nfree, next_slot;
+/* Under list_lock: each slot's next add count, kept from batch to batch so
+ * that a slot's tags do not repeat (batch.h); slots never used yet, from
+ * next_slot on; the slots given back, a FIFO (the longest-free is reused
+ * first) of nfree entries from free_head. */
+static uint64_t slot_adds[SF__BATCH_MAX];
+static uint32_t free_slots[SF__BATCH_MAX];
+static uint32_t free_head, nfree, next_slot;
 /* Entries in every FIFO (stale ones included). Changed under the batch's
  * lock; read without any lock as the hint that keeps idle workers off
  * list_lock, and as the worker's half of the sleep protocol (batch.h).
@@ -69,10 +74,12 @@ struct sf_batch *sf__batch_new(void)
     }
     sf__lock_init(&b->lock, SF__RANK_LEAF, "a batch's lock");
     sf__lock(&list_lock);
-    if (nfree > 0) {
-        b->slot = free_slots[--nfree];
-    } else if (next_slot < SF__BATCH_MAX) {
+    if (next_slot < SF__BATCH_MAX) {
         b->slot = next_slot++;
+    } else if (nfree > 0) {
+        b->slot = free_slots[free_head];
+        free_head = (free_head + 1) % SF__BATCH_MAX;
+        nfree--;
     } else {
         sf__unlock(&list_lock);
         sf__lock_destroy(&b->lock);
@@ -81,6 +88,7 @@ struct sf_batch *sf__batch_new(void)
         return NULL;
     }
     slots[b->slot] = b;
+    b->adds = slot_adds[b->slot];
     /* Last in the current round: just before the cursor. */
     if (cursor == NULL) {
         b->prev = b->next = b;
@@ -235,7 +243,8 @@ static void destroy(struct sf_batch *b)
             cursor = b->next;
     }
     slots[b->slot] = NULL;
-    free_slots[nfree++] = b->slot;
+    slot_adds[b->slot] = b->adds;
+    free_slots[(free_head + nfree++) % SF__BATCH_MAX] = b->slot;
     sf__unlock(&list_lock);
     /* Stale entries (tasks discarded or cancelled through their handles)
      * leave with it. Relaxed: see `queued`. */
@@ -304,7 +313,8 @@ void sf__batch_free_all(void)
     }
     cursor = NULL;
     memset(slots, 0, next_slot * sizeof slots[0]);
-    nfree = next_slot = 0;
+    memset(slot_adds, 0, next_slot * sizeof slot_adds[0]);
+    free_head = nfree = next_slot = 0;
     /* Relaxed: no thread uses libsf now (sf.h). */
     atomic_store_explicit(&queued, 0, memory_order_relaxed);
     sf__unlock(&list_lock);
@@ -315,7 +325,8 @@ void sf__batch_after_fork(void)
     sf__lock_init(&list_lock, SF__RANK_BATCHES, "batch list_lock");
     cursor = NULL;
     memset(slots, 0, next_slot * sizeof slots[0]);
-    nfree = next_slot = 0;
+    memset(slot_adds, 0, next_slot * sizeof slot_adds[0]);
+    free_head = nfree = next_slot = 0;
     /* Relaxed: the child has one thread. */
     atomic_store_explicit(&queued, 0, memory_order_relaxed);
     sf__batch_frames = NULL;

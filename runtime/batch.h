@@ -47,8 +47,11 @@
 
 #include "failure.h"
 
-/* A batch task's tag: SF__NO_THREAD_ID, then the slot, then the add counter. */
-#define SF__BATCH_SLOT_BITS 16
+/* A batch task's tag: SF__NO_THREAD_ID, then the slot, then the add counter.
+ * A slot's counter goes on from batch to batch (batch.c), and slots are
+ * handed out fresh first, then the longest-free first, so tags repeat only
+ * after about 2^40 adds, as a thread queue's. */
+#define SF__BATCH_SLOT_BITS 14
 #define SF__BATCH_COUNT_BITS (SF__SEQ_BITS - SF__BATCH_SLOT_BITS)
 /* Batches open at once. */
 #define SF__BATCH_MAX (1 << SF__BATCH_SLOT_BITS)

@@ -83,8 +83,7 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
         uint64_t claimed;
         sf_future *f = sf__batch_take_from(b, &claimed);
         if (f != NULL) {
-            SF__TRACE(me, STEAL, claimed, SF__NO_THREAD_ID);
-            sf__run_claimed(me, f, claimed, SF__HOW_STEAL);
+            sf__run_claimed(me, f, claimed, SF__HOW_WAIT);
             rounds = 0;
             nap = NAP_MIN_NS;
             continue;

@@ -63,6 +63,7 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     case SF__HOW_POOL: SF__BUMP(me->c_pool); break;
     case SF__HOW_STEAL: SF__BUMP(me->c_stolen); break;
     case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
+    case SF__HOW_WAIT: SF__BUMP(me->c_stolen); break; /* sf_stats: run_stolen */
     default: break;
     }
     SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");

@@ -283,7 +283,7 @@ END_TEST
 START_TEST(close_frees)
 {
     tu_env_threads(2);
-    for (long i = 0; i < 70000; i++) {
+    for (long i = 0; i < 40000; i++) {
         sf_batch *b = sf_batch_new();
         ck_assert_ptr_nonnull(b);
         if (i % 1000 == 0) { /* some close with a task still to run */
@@ -295,7 +295,7 @@ START_TEST(close_frees)
             sf_batch_close(b);
         }
     }
-    enum { MAXB = 65536 };
+    enum { MAXB = 16384 };
     sf_batch **open = malloc(MAXB * sizeof *open);
     for (int i = 0; i < MAXB; i++)
         ck_assert_ptr_nonnull(open[i] = sf_batch_new());
