@@ -21,7 +21,11 @@
  * PENDING, and step 3 claims it whatever queue holds it: a public task by
  * CAS, a private one of another thread through the gate (claim.h), which
  * needs nothing from the owner, so even an owner that never calls libsf
- * again cannot strand it. Otherwise f is RUNNING on some thread, which is
+ * again cannot strand it. A batch task (batch.h) is in no thread's queue:
+ * its tag routes the claim to sf__no_thread_queue (registry.h,
+ * sf__queue_of), whose tasks are all public, so it is a CAS too, needing
+ * neither a worker nor its batch's lock - whatever the batch's FIFO and
+ * the pool are doing. Otherwise f is RUNNING on some thread, which is
  * itself either computing or in a get of its own, and the same holds there.
  * No step needs a free pool worker: every task can run in the thread that
  * needs it, so a pool of any size, even none, finishes any computation whose
