@@ -138,6 +138,9 @@ tests_test_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_batch_SOURCES = tests/test_batch.c tests/testutil.c tests/testutil.h
 tests_test_batch_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_batch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+# test_batch checks a trace of batch tasks with sftrace, as test_trace does
+tests_test_batch_CPPFLAGS = $(AM_CPPFLAGS) -DSFTRACE_BIN='"$(abs_top_builddir)/tools/sftrace/sftrace$(EXEEXT)"'
+EXTRA_tests_test_batch_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h

@@ -8,9 +8,15 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 /* Busy work of about `us` microseconds (a task-length for the fairness
  * tests), without sleeping: a sleeping task would give its core away and
@@ -613,6 +619,71 @@ START_TEST(errors)
 }
 END_TEST
 
+/* ---- the trace --------------------------------------------------------- */
+
+/* Occurrences of `what` in text. */
+static int count_lines(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* Batch tasks in a trace: named 131071.N, a Do by the adder, a Take by a
+ * worker naming thread 131071, FStart with how pool, wait, inline; and
+ * sftrace --check finds the trace consistent. */
+START_TEST(traced)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "batch-trace");
+    tu_env_threads(2);
+    setenv("SF_TRACE", "1", 1);
+    setenv("SF_TRACE_FILE", path, 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_batch *b = sf_batch_new();
+    sf_future *first = sf_batch_do(b, batch_task, (void *)1); /* the worker takes it */
+    ck_assert_int_eq(tu_wait_flag(&batch_ran, 10000), 1);
+    sf_future *f[50];
+    for (long i = 0; i < 50; i++)
+        f[i] = sf_batch_do(b, square, (void *)i);
+    ck_assert_ptr_eq(sf_get(f[49]), (void *)(49L * 49)); /* inline, or done by then */
+    ck_assert_int_eq(sf_batch_wait(b), 0);
+    for (int i = 0; i < 50; i++)
+        sf_release(f[i]);
+    sf_release(first);
+    sf_batch_close(b);
+    sf_shutdown();
+    char *t = tu_read_file(path);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(count_lines(t, "\tDo\t131071."), 51);
+    ck_assert_int_eq(count_lines(t, "\tFDone\t131071."), 51);
+    ck_assert_int_ge(count_lines(t, "\tTake\t131071.0\t131071\n"), 1);
+    ck_assert_int_ge(count_lines(t, "\tpool\n"), 1);
+    free(t);
+
+    char out[256];
+    tu_tmp_path(out, sizeof out, "sftrace-out");
+    posix_spawn_file_actions_t fa;
+    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
+    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
+                                                      0600), 0);
+    ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, 1, 2), 0);
+    char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", path, NULL};
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char *o = tu_read_file(out);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check: %s",
+                  o != NULL ? o : "(no output)");
+    free(o);
+    unlink(out);
+    unlink(path);
+}
+END_TEST
+
 static Suite *batch_suite(void)
 {
     Suite *s = suite_create("batch");
@@ -636,6 +707,7 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, equal_shares_3);
     tcase_add_test(tc, shutdown_drains_batches);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, traced);
     suite_add_tcase(s, tc);
     return s;
 }
