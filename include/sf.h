@@ -473,10 +473,12 @@ typedef struct sf_stats {
     int workers;             /* pool workers running: threads - 1, or fewer if
                               * some could not be created (sf_init) */
     int peak_busy;           /* most pool workers busy with a task at once */
-    uint64_t created;        /* futures made by sf_do() */
+    uint64_t created;        /* futures made by sf_do() and sf_batch_do() */
     uint64_t run_inline;     /* tasks run by a get of their own future */
-    uint64_t run_pool;       /* submitted tasks taken by an idle pool worker */
-    uint64_t run_stolen;     /* tasks run by a blocked get, helping */
+    uint64_t run_pool;       /* submitted tasks (batch tasks included) taken by
+                              * an idle pool worker */
+    uint64_t run_stolen;     /* tasks run by a blocked get, helping, or by
+                              * sf_batch_wait() */
     uint64_t discarded;      /* tasks released before they started */
     uint64_t cancelled;      /* tasks cancelled before they started (sf_cancel) */
     uint64_t gets_blocked;   /* gets that found their task running elsewhere */

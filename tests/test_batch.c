@@ -619,6 +619,100 @@ START_TEST(errors)
 }
 END_TEST
 
+/* ---- failures and fork ------------------------------------------------- */
+
+static void *fails(void *arg)
+{
+    sf_fail(EIO, "batch task %ld failed", (long)arg);
+    return NULL;
+}
+
+static atomic_int unhandled, fail_started;
+
+static void on_unhandled(int code, const char *message, void *ctx)
+{
+    (void)ctx;
+    if (code == EIO && message != NULL && strncmp(message, "batch task ", 11) == 0)
+        atomic_fetch_add(&unhandled, 1);
+}
+
+static void *gated_fails(void *arg)
+{
+    atomic_store(&fail_started, 1);
+    while (!atomic_load(&gate))
+        tu_sleep_ms(1);
+    return fails(arg);
+}
+
+/* A batch task fails as any task: its getter sees the code and message; one
+ * released unseen after it failed, and one released while it ran (the
+ * runner frees it), reach the unhandled-failure hook; the waits return. */
+START_TEST(failures)
+{
+    tu_env_threads(2);
+    sf_on_unhandled(on_unhandled, NULL);
+    atomic_store(&gate, 0);
+    sf_batch *b = sf_batch_new();
+    /* Released while it runs on the worker, held at the gate. */
+    sf_future *h = sf_batch_do(b, gated_fails, (void *)3);
+    ck_assert_int_eq(tu_wait_flag(&fail_started, 10000), 1);
+    sf_release(h);
+    sf_future *f = sf_batch_do(b, fails, (void *)1);
+    ck_assert_int_eq(sf_wait(f, NULL), EIO); /* the worker is busy: runs here */
+    ck_assert_str_eq(sf_error_message(f), "batch task 1 failed");
+    sf_future *g = sf_batch_do(b, fails, (void *)2);
+    ck_assert_int_eq(atomic_load(&unhandled), 0);
+    atomic_store(&gate, 1);
+    ck_assert_int_eq(sf_batch_wait(b), 0);
+    ck_assert_int_eq(sf_is_done(g), 1);
+    ck_assert_int_eq(atomic_load(&unhandled), 1); /* h, by its runner */
+    sf_release(g); /* failed, never seen */
+    ck_assert_int_eq(atomic_load(&unhandled), 2);
+    sf_release(f);
+    sf_batch_close(b);
+    sf_shutdown();
+    ck_assert_int_eq(atomic_load(&unhandled), 2);
+}
+END_TEST
+
+/* fork() with a batch open and tasks pending: the child starts afresh (its
+ * own batches work), the parent's batch goes on. */
+START_TEST(fork_with_open_batch)
+{
+    tu_env_threads(2);
+    atomic_store(&gate, 0);
+    sf_batch *b = sf_batch_new();
+    sf_future *f[20];
+    for (long i = 0; i < 20; i++)
+        f[i] = sf_batch_do(b, gated, (void *)i); /* the worker holds the first */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        atomic_store(&gate, 1);
+        sf_batch *c = sf_batch_new();
+        sf_future *h[10];
+        for (long i = 0; i < 10; i++)
+            h[i] = sf_batch_do(c, square, (void *)i);
+        int ok = sf_batch_wait(c) == 0;
+        for (long i = 0; i < 10; i++)
+            ok = ok && sf_get(h[i]) == (void *)(i * i);
+        sf_shutdown();
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    atomic_store(&gate, 1);
+    ck_assert_int_eq(sf_batch_wait(b), 0);
+    for (long i = 0; i < 20; i++) {
+        ck_assert_ptr_eq(sf_get(f[i]), (void *)i);
+        sf_release(f[i]);
+    }
+    sf_batch_close(b);
+    sf_shutdown();
+}
+END_TEST
+
 /* ---- the trace --------------------------------------------------------- */
 
 /* Occurrences of `what` in text. */
@@ -708,6 +802,8 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, shutdown_drains_batches);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, traced);
+    tcase_add_test(tc, failures);
+    tcase_add_test(tc, fork_with_open_batch);
     suite_add_tcase(s, tc);
     return s;
 }
