@@ -688,6 +688,10 @@ START_TEST(fork_with_open_batch)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        /* ThreadSanitizer lets a child of a multi-threaded parent start no
+         * thread: the child's runtime then has no worker. */
+        if (TU_SANITIZED)
+            tu_env_threads(1);
         atomic_store(&gate, 1);
         sf_batch *c = sf_batch_new();
         sf_future *h[10];
