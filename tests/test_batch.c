@@ -284,6 +284,81 @@ END_TEST
 START_TEST(many_batches_4) { many_batches(4); }
 END_TEST
 
+/* One batch shared by hostile threads: several add to it at once, its
+ * tasks add children to it (two levels), several threads wait on it at once
+ * while others get its futures. Every task runs exactly once and every wait
+ * returns with every future done. */
+enum { SH_ADDERS = 4, SH_ROOTS = 300, SH_ALL = SH_ADDERS * SH_ROOTS * 3 };
+static sf_batch *shared;
+static sf_future *sh_f[SH_ALL];
+static atomic_int sh_runs[SH_ALL], sh_next, sh_waits_ok;
+
+static void *sh_task(void *arg)
+{
+    long id = (long)arg;
+    atomic_fetch_add(&sh_runs[id], 1);
+    if (id < SH_ADDERS * SH_ROOTS) /* a root: two children */
+        for (int k = 0; k < 2; k++) {
+            long c = atomic_fetch_add(&sh_next, 1);
+            sh_f[c] = sf_batch_do(shared, sh_task, (void *)c);
+        }
+    return arg;
+}
+
+static void *sh_adder(void *arg)
+{
+    long a = (long)arg;
+    for (long i = 0; i < SH_ROOTS; i++) {
+        long id = a * SH_ROOTS + i;
+        sh_f[id] = sf_batch_do(shared, sh_task, (void *)id);
+        if (i % 50 == 49) /* get one of ours now and then, racing the pool */
+            ck_assert_ptr_eq(sf_get(sh_f[id - 7]), (void *)(id - 7));
+    }
+    return NULL;
+}
+
+static void *sh_waiter(void *arg)
+{
+    (void)arg;
+    if (sf_batch_wait(shared) == 0)
+        atomic_fetch_add(&sh_waits_ok, 1);
+    return NULL;
+}
+
+static void shared_batch(int threads)
+{
+    tu_env_threads(threads);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    shared = sf_batch_new();
+    atomic_store(&sh_next, SH_ADDERS * SH_ROOTS);
+    pthread_t t[SH_ADDERS], w[3];
+    for (long i = 0; i < SH_ADDERS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, sh_adder, (void *)i), 0);
+    for (int i = 0; i < SH_ADDERS; i++)
+        pthread_join(t[i], NULL);
+    /* Every root is added; waits from now on cover every child too. */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(pthread_create(&w[i], NULL, sh_waiter, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(w[i], NULL);
+    ck_assert_int_eq(atomic_load(&sh_waits_ok), 3);
+    ck_assert_int_eq(atomic_load(&sh_next), SH_ALL);
+    for (int i = 0; i < SH_ALL; i++) {
+        ck_assert_int_eq(atomic_load(&sh_runs[i]), 1);
+        ck_assert_int_eq(sf_is_done(sh_f[i]), 1);
+        sf_release(sh_f[i]);
+    }
+    sf_batch_close(shared);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, SH_ALL);
+    sf_shutdown();
+}
+
+START_TEST(shared_batch_1) { shared_batch(1); }
+END_TEST
+START_TEST(shared_batch_4) { shared_batch(4); }
+END_TEST
+
 /* A closed batch frees itself, slot included: far more batches than may be
  * open at once come and go. And the limit of open batches is EAGAIN. */
 START_TEST(close_frees)
@@ -797,6 +872,8 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, nested_4);
     tcase_add_test(tc, many_batches_2);
     tcase_add_test(tc, many_batches_4);
+    tcase_add_test(tc, shared_batch_1);
+    tcase_add_test(tc, shared_batch_4);
     tcase_add_test(tc, close_frees);
     tcase_add_test(tc, eager_and_lazy);
     tcase_add_test(tc, small_beside_big_2);
