@@ -34,15 +34,30 @@ struct sf_batch {
     _Atomic uint32_t wake;
     /* Set at creation, then read only. */
     uint32_t slot;
-    /* The ring of open batches, under list_lock. */
-    struct sf_batch *prev, *next;
+    /* In the ring of batches with work (Ring, below): written under both
+     * list_lock and lock, so either one suffices to read it. */
+    bool in_ring;
+    struct sf_batch *prev, *next; /* the ring's links, under list_lock */
 };
 
-/* Rank BATCHES (debug.h): the ring, the cursor and the slots. Held while a
+/*
+ * Ring. The batches that may have pending tasks form a ring, and a take
+ * walks it from the cursor, so a take costs the same however many batches
+ * are open and idle. Invariant: a batch whose FIFO holds an entry is in the
+ * ring, or the adder that put the entry there is about to insert it, before
+ * it returns (and before its sf__pool_notify). An adder that finds in_ring
+ * false under the batch's lock inserts it; a taker removes a batch only
+ * when, holding both locks, it finds its FIFO empty; both read and write
+ * in_ring under the batch's lock, so an add after a removal sees false and
+ * an add before it leaves the FIFO non-empty. A batch that sf_batch_wait
+ * emptied stays in the ring until a taker comes by and removes it.
+ *
+ * Rank BATCHES (debug.h): the ring, the cursor and the slots. Held while a
  * taker looks into batches (their locks nest under it), never while a task
- * runs. */
+ * runs.
+ */
 static struct sf__lock list_lock = SF__LOCK_INITIALIZER(SF__RANK_BATCHES, "batch list_lock");
-static struct sf_batch *cursor; /* the batch to serve next; NULL: no batch open */
+static struct sf_batch *cursor; /* the batch to serve next; NULL: the ring is empty */
 /* Batch by slot. Written under list_lock at creation and at the free; read
  * without it by sf__batch_of, for a task of the batch not yet accounted for:
  * the creation happened before the task's add (the handle went from creator
@@ -89,7 +104,15 @@ struct sf_batch *sf__batch_new(void)
     }
     slots[b->slot] = b;
     b->adds = slot_adds[b->slot];
-    /* Last in the current round: just before the cursor. */
+    sf__unlock(&list_lock);
+    return b;
+}
+
+/* Under list_lock and b->lock: b joins the ring, last in the current round
+ * (just before the cursor): a batch that gets work is served within one
+ * round. */
+static void ring_insert(struct sf_batch *b)
+{
     if (cursor == NULL) {
         b->prev = b->next = b;
         cursor = b;
@@ -99,8 +122,21 @@ struct sf_batch *sf__batch_new(void)
         cursor->prev->next = b;
         cursor->prev = b;
     }
-    sf__unlock(&list_lock);
-    return b;
+    b->in_ring = true;
+}
+
+/* Under list_lock and b->lock: b leaves the ring. */
+static void ring_remove(struct sf_batch *b)
+{
+    if (b->next == b) {
+        cursor = NULL;
+    } else {
+        b->prev->next = b->next;
+        b->next->prev = b->prev;
+        if (cursor == b)
+            cursor = b->next;
+    }
+    b->in_ring = false;
 }
 
 struct sf_batch *sf__batch_of(uint64_t s)
@@ -160,7 +196,16 @@ int sf__batch_push(struct sf__thread *me, struct sf_batch *b, sf_future *f, uint
     /* Relaxed: see `queued`. */
     atomic_fetch_add_explicit(&queued, 1, memory_order_relaxed);
     wake_sleepers(b);
+    bool join = !b->in_ring;
     sf__unlock(&b->lock);
+    if (join) { /* Ring: before we return, so before the adder's notify */
+        sf__lock(&list_lock);
+        sf__lock(&b->lock);
+        if (!b->in_ring)
+            ring_insert(b);
+        sf__unlock(&b->lock);
+        sf__unlock(&list_lock);
+    }
     *state = tagged;
     return 0;
 }
@@ -192,17 +237,19 @@ sf_future *sf__batch_take(uint64_t *claimed)
     if (atomic_load_explicit(&queued, memory_order_relaxed) == 0)
         return NULL;
     sf__lock(&list_lock);
-    struct sf_batch *b = cursor, *start = cursor;
     sf_future *f = NULL;
-    if (b != NULL) {
-        do {
-            sf__lock(&b->lock);
-            f = take_locked(b, claimed);
-            sf__unlock(&b->lock);
-            b = b->next;
-        } while (f == NULL && b != start);
-        if (f != NULL)
-            cursor = b; /* past the batch served: one task per batch per turn */
+    /* Every batch visited either serves a task or leaves the ring, so the
+     * loop ends after at most one visit per batch in it. */
+    while (f == NULL && cursor != NULL) {
+        struct sf_batch *b = cursor;
+        sf__lock(&b->lock);
+        f = take_locked(b, claimed);
+        if (b->head == b->tail) {
+            ring_remove(b); /* moves the cursor on */
+        } else {
+            cursor = b->next; /* past the batch served: one task per batch per turn */
+        }
+        sf__unlock(&b->lock);
     }
     sf__unlock(&list_lock);
     return f;
@@ -229,19 +276,15 @@ uint64_t sf__batch_outstanding(struct sf_batch *b)
     return n;
 }
 
-/* b is closed and drained: nobody can reach it but through the ring (its
- * handle is dead, sf.h), so once out of it, it is ours. */
+/* b is closed and drained: nobody can reach it but through the ring and
+ * the slots (its handle is dead, sf.h), so once out of them, it is ours. */
 static void destroy(struct sf_batch *b)
 {
     sf__lock(&list_lock);
-    if (b->next == b) {
-        cursor = NULL;
-    } else {
-        b->prev->next = b->next;
-        b->next->prev = b->prev;
-        if (cursor == b)
-            cursor = b->next;
-    }
+    sf__lock(&b->lock);
+    if (b->in_ring)
+        ring_remove(b);
+    sf__unlock(&b->lock);
     slots[b->slot] = NULL;
     slot_adds[b->slot] = b->adds;
     free_slots[(free_head + nfree++) % SF__BATCH_MAX] = b->slot;
@@ -301,15 +344,13 @@ void sf__batch_close(struct sf_batch *b)
 void sf__batch_free_all(void)
 {
     sf__lock(&list_lock);
-    struct sf_batch *b = cursor;
-    if (b != NULL) {
-        do {
-            struct sf_batch *n = b->next;
+    for (uint32_t i = 0; i < next_slot; i++) {
+        struct sf_batch *b = slots[i];
+        if (b != NULL) {
             free(b->fifo);
             sf__lock_destroy(&b->lock);
             free(b);
-            b = n;
-        } while (b != cursor);
+        }
     }
     cursor = NULL;
     memset(slots, 0, next_slot * sizeof slots[0]);

@@ -22,11 +22,13 @@
  * task has an entry in its batch's FIFO, and any thread that holds its
  * handle claims it by CAS with no lock and nobody's help.
  *
- * Fairness. Open batches form a ring under list_lock, with a cursor; an idle
- * pool worker (pool.c) takes one task from the first batch at or after the
- * cursor that has one, and moves the cursor past that batch: each batch with
- * work gets one task in turn, whatever its size or age. A batch's tasks leave
- * in the order they were added.
+ * Fairness. The batches with pending tasks form a ring under list_lock,
+ * with a cursor (batch.c, Ring); an idle pool worker (pool.c) takes one
+ * task from the batch at the cursor and moves the cursor past it (or drops
+ * the batch from the ring if it has no task left): each batch with work
+ * gets one task in turn, whatever its size or age, and a batch that gets
+ * work joins the ring last in the current round. A batch's tasks leave in
+ * the order they were added.
  *
  * Accounting. `outstanding` counts the batch's tasks not yet DONE: one more
  * at each add, one less (sf__batch_finished) once a task's DONE is stored
@@ -35,10 +37,11 @@
  * waited for read DONE. A closed batch whose count reaches 0 leaves the ring
  * and is freed by whoever brought it there: the last finisher, or the close.
  *
- * Sleep and wake. Additions bump `queued` (entries in every FIFO) before the
- * adder calls sf__pool_notify: a worker going to sleep raises idle_sleepers,
- * issues the heavy fence and rescans, reading `queued` (sf__batch_take), so
- * either it sees the entry or the adder sees it asleep and wakes it (pool.h).
+ * Sleep and wake. An add bumps `queued` (entries in every FIFO) and puts its
+ * batch in the ring before the adder calls sf__pool_notify: a worker going
+ * to sleep raises idle_sleepers, issues the heavy fence and rescans, reading
+ * `queued` and the ring (sf__batch_take), so either it sees the entry or the
+ * adder sees it asleep and wakes it (pool.h).
  *
  * Lock order: list_lock (rank BATCHES) -> a batch's lock (rank LEAF).
  */
