@@ -449,7 +449,11 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg);
  *   EINVAL   b is NULL;
  *   EDEADLK  the calling thread is running a task of b (directly, or below
  *            a get or wait inside it): that task cannot finish before the
- *            wait returns;
+ *            wait returns. Only this thread's own tasks are looked at: a
+ *            cycle through other threads (a task of b, running elsewhere,
+ *            getting a future whose task is this wait's caller) is not
+ *            detected, and waits for ever - the help-first limitation
+ *            ("Help-first waiting") with a batch in the chain;
  *   EAGAIN, ENOMEM  the calling thread cannot register (as sf_get()).
  */
 SF_EXPORT int sf_batch_wait(sf_batch *b);
