@@ -184,8 +184,8 @@ typedef struct sf_config {
 SF_EXPORT int sf_init(const sf_config *cfg);
 
 /*
- * Stops the runtime. Every task that is still pending (queued by sf_do(),
- * neither started nor released) is run to completion first, in the calling
+ * Stops the runtime. Every task that is still pending (queued by sf_do() or
+ * sf_batch_do(), neither started nor released) is run to completion first, in the calling
  * thread with the workers' help, so no queued task is lost (if the calling
  * thread cannot register for want of memory, the workers run them, or with
  * no worker one stderr line says they were not run); failures nobody saw go
@@ -261,7 +261,7 @@ SF_EXPORT long sf_shutdown_timeout(double seconds);
  *   EINVAL  fn is NULL;
  *   ENOMEM  no memory for the future, its queue slot, or this thread's
  *           registration;
- *   EAGAIN  the implicit start of the runtime failed, or 2^17 (131,072)
+ *   EAGAIN  the implicit start of the runtime failed, or 131,071 (2^17 - 1)
  *           threads that use libsf are alive at once and this one
  *           cannot register.
  * A failed sf_do() leaves the runtime and every other future as they were.
@@ -286,7 +286,7 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  * from a task that returned NULL):
  *   EINVAL  f is NULL, or f was already released and its memory not yet
  *           reused (a debug build reports that and aborts);
- *   EAGAIN  the task is not finished and this thread cannot register (2^17
+ *   EAGAIN  the task is not finished and this thread cannot register (2^17 - 1
  *           threads that use libsf alive at once), or the implicit start of
  *           the runtime failed; the task is then neither run nor waited for;
  *   ENOMEM  the task is not finished and there is no memory to register this
@@ -493,23 +493,125 @@ SF_EXPORT int sf_cancel(sf_future *f);
  */
 SF_EXPORT int sf_cancelled(void);
 
+/*
+ * Fair batches: the eager way in.
+ *
+ * A batch is a group of tasks that the pool serves fairly against other
+ * batches: idle pool workers take batch tasks one at a time from each batch
+ * with pending work in turn (round-robin), before any plain task. A small
+ * batch that arrives while a large one runs gets its share of the workers at
+ * the next take instead of queuing behind it; when one batch drains, the
+ * others get every worker.
+ *
+ * Unlike sf_do(), which is lazy, a batch is EAGER: its tasks are submitted as
+ * they are added, so pool workers may start them with nobody calling
+ * sf_get(). Adding to a batch does not submit the adder's own sf_do() tasks:
+ * those stay lazy. A batch task is otherwise an ordinary future: sf_get(),
+ * sf_wait(), sf_is_done(), sf_release() (before it started: it never runs),
+ * sf_cancel(), sf_fail() and nesting work as on any future, and a get of one
+ * that has not started runs it at once in the getting thread, so no get
+ * depends on a free worker. A batch task belongs to no isolation region
+ * (sf_get_isolated): it is its batch's, wherever it runs.
+ *
+ *     sf_batch *b = sf_batch_new();
+ *     sf_future *f[100];
+ *     for (int i = 0; i < 100; i++)
+ *         f[i] = sf_batch_do(b, work, items + i);    // workers start at once
+ *     sf_batch_wait(b);                               // helps, then waits
+ *     for (int i = 0; i < 100; i++)
+ *         sf_release(f[i]);
+ *     sf_batch_close(b);
+ */
+typedef struct sf_batch sf_batch;
+
+/*
+ * A new, empty, open batch. Starts the runtime from the environment if it
+ * is not running (as sf_do()). The handle is valid until sf_batch_close()
+ * (or sf_shutdown(), which frees batches never closed).
+ *
+ * Returns the batch, or NULL with errno:
+ *   ENOMEM  no memory for it, or for this thread's registration;
+ *   EAGAIN  16,384 batches are open at once (close some), or the implicit
+ *           start of the runtime failed, or this thread cannot register
+ *           (as sf_do()).
+ */
+SF_EXPORT sf_batch *sf_batch_new(void);
+
+/*
+ * Adds fn(arg) to batch b as a task and submits it at once: an idle pool
+ * worker may start it before anyone gets it (the batch's turn comes round,
+ * see above). Returns its future, which the caller owns and releases as
+ * any future (sf_release() before the task started discards it). Callable
+ * from any thread, tasks included (a task may add to its own batch or to
+ * others).
+ *
+ * Returns the future, or NULL with errno:
+ *   EINVAL  b or fn is NULL;
+ *   EPIPE   b is closed (only a task of b, still running, may call this
+ *           after sf_batch_close(b); anyone else's handle is dead then);
+ *   ENOMEM  no memory for the future, the batch's queue, or this thread's
+ *           registration;
+ *   EAGAIN  as sf_do().
+ * A failed add leaves the batch as it was.
+ */
+SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg);
+
+/*
+ * Waits until batch b has no unfinished task: every task added so far (and
+ * any added while it waits) is done - run, failed, cancelled or discarded -
+ * so sf_is_done() of each of their futures that is still held returns 1.
+ * The calling thread helps: it runs b's pending tasks itself (and only
+ * b's), so it returns at any SF_THREADS, 1 included; with nothing of b's to
+ * run it sleeps until the tasks running elsewhere end. A batch fed without
+ * pause may keep it waiting. Does not close b. Do not call it concurrently
+ * with, or after, sf_batch_close(b).
+ *
+ * Returns 0, or -1 with errno:
+ *   EINVAL   b is NULL;
+ *   EDEADLK  the calling thread is running a task of b (directly, or below
+ *            a get or wait inside it): that task cannot finish before the
+ *            wait returns. Only this thread's own tasks are looked at: a
+ *            cycle through other threads (a task of b, running elsewhere,
+ *            getting a future whose task is this wait's caller) is not
+ *            detected, and waits for ever - the help-first limitation
+ *            ("Help-first waiting") with a batch in the chain;
+ *   EAGAIN, ENOMEM  the calling thread cannot register (as sf_get()).
+ */
+SF_EXPORT int sf_batch_wait(sf_batch *b);
+
+/*
+ * Closes batch b: no more adds (sf_batch_do() fails with EPIPE). Its pending
+ * tasks still run; once none is left unfinished, the batch leaves the pool's
+ * rotation and frees itself (at once if it is drained already). The handle
+ * is invalid afterwards, except to the batch's own running tasks (whose adds
+ * fail with EPIPE); the futures stay valid and are still released by their
+ * holders. NULL is ignored. Close a batch once.
+ *
+ * sf_shutdown() runs the pending tasks of every batch, closed or not, like
+ * every pending sf_do() task, and frees the batches never closed.
+ */
+SF_EXPORT void sf_batch_close(sf_batch *b);
+
 /* Counters since sf_init(), summed over every thread; see sf_stats_read(). */
 typedef struct sf_stats {
     int threads;             /* the configured thread count (SF_THREADS) */
     int workers;             /* pool workers running: threads - 1, or fewer if
                               * some could not be created (sf_init) */
     int peak_busy;           /* most pool workers busy with a task at once */
-    uint64_t created;        /* futures made by sf_do() */
+    uint64_t created;        /* futures made by sf_do() and sf_batch_do() */
     uint64_t run_inline;     /* tasks run by a get of their own future */
-    uint64_t run_pool;       /* submitted tasks taken by an idle pool worker */
-    uint64_t run_stolen;     /* tasks run by a blocked get, helping */
+    uint64_t run_pool;       /* submitted tasks (batch tasks included) taken by
+                              * an idle pool worker */
+    uint64_t run_stolen;     /* tasks run by a blocked get, helping, or by
+                              * sf_batch_wait() */
     uint64_t discarded;      /* tasks released before they started */
     uint64_t cancelled;      /* tasks cancelled before they started (sf_cancel) */
     uint64_t gets_blocked;   /* gets that found their task running elsewhere */
     uint64_t sleeps;         /* times a blocked get slept with nothing to run */
     uint64_t fresh_stacks;   /* gets near the end of their stack that ran their
                               * task on a fresh one (see "Deep chains") */
-    uint64_t queued;         /* tasks pending now: made by sf_do(), neither
+    uint64_t queued;         /* tasks pending now: made by sf_do() or
+                              * sf_batch_do(), neither
                               * started, released nor cancelled (exact when
                               * quiet: created - run_inline - run_pool -
                               * run_stolen - discarded - cancelled) */
@@ -537,11 +639,13 @@ typedef struct sf_thread_stats {
     int id;                  /* the thread's id: the trace's Thread column */
     int is_worker;           /* 1: a pool worker; 0: a thread of the program */
     int asleep;              /* 1 while asleep in a get, now */
-    uint64_t created;        /* futures it made with sf_do() */
+    uint64_t created;        /* futures it made with sf_do() or sf_batch_do() */
     uint64_t executed;       /* tasks it ran: the four below */
     uint64_t run_inline;     /* ... by a get of their own future */
-    uint64_t run_pool;       /* ... taken from a queue as an idle pool worker */
-    uint64_t run_stolen;     /* ... taken from a queue by a blocked get, helping */
+    uint64_t run_pool;       /* ... taken as an idle pool worker (from a queue
+                              * or a batch) */
+    uint64_t run_stolen;     /* ... taken from a queue by a blocked get, helping,
+                              * or from its batch by sf_batch_wait() */
     uint64_t run_drained;    /* ... run by sf_shutdown()'s drain (counted in no
                               * sf_stats field: it happens once stopping) */
     uint64_t discarded;      /* tasks it released before they started */

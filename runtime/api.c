@@ -153,11 +153,14 @@ SF_EXPORT void sf_release(sf_future *f)
              * its owner later. */
             uint64_t queued = s; /* the claim overwrites s; the trace names the task */
             bool mine = me != NULL && sf__pending_holds(&me->q, s);
-            struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;
+            struct sf__pending *q = sf__queue_of(s);
             if (mine ? sf__pending_claim_own(q, f, &s, SF__FREE)
                      : sf__pending_claim_foreign(q, f, &s, SF__FREE)) {
                 if (mine)
                     sf__pending_trim(q, f);
+                /* A batch task: its batch stays until this discard is
+                 * accounted for (batch.h); its FIFO entry goes stale. */
+                struct sf_batch *b = sf__is_batch_task(queued) ? sf__batch_of(queued) : NULL;
                 if (me != NULL) {
                     SF__BUMP(me->c_discarded);
                     SF__TRACE(me, DISCARD, queued, 0);
@@ -165,6 +168,8 @@ SF_EXPORT void sf_release(sf_future *f)
                 } else {
                     sf__future_free_shared(f);
                 }
+                if (b != NULL)
+                    sf__batch_finished(b);
                 return;
             }
             break;
@@ -311,7 +316,7 @@ SF_EXPORT int sf_cancel(sf_future *f)
             /* Claim it as a runner would, then complete it unrun. */
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);
-            struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;
+            struct sf__pending *q = sf__queue_of(s);
             if (mine ? sf__pending_claim_own(q, f, &s, run)
                      : sf__pending_claim_foreign(q, f, &s, run)) {
                 if (mine)

@@ -18,8 +18,11 @@
  * Lock order (ranks; take only upwards, the leaves take nothing under them):
  *   SF__RANK_LIFE      the runtime's start/stop lock (lifecycle.c)
  *   SF__RANK_REGISTRY  the registry's lock (registry.c)
+ *   SF__RANK_BATCHES   the ring of open batches (batch.c); a batch's own
+ *                      lock, a leaf, nests under it
  *   SF__RANK_LEAF      the future slabs' lock (future.c), a queue's foreign
- *                      claim lock (claim.c); never nested in each other
+ *                      claim lock (claim.c), a batch's lock (batch.c);
+ *                      never nested in each other
  */
 #ifndef SF_DEBUG_H
 #define SF_DEBUG_H
@@ -30,7 +33,8 @@
 enum sf__lock_rank {
     SF__RANK_LIFE = 1,
     SF__RANK_REGISTRY = 2,
-    SF__RANK_LEAF = 3
+    SF__RANK_BATCHES = 3,
+    SF__RANK_LEAF = 4
 };
 
 /* A runtime lock: a mutex with its rank and name for the witness. */

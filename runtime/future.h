@@ -67,6 +67,12 @@ enum sf__status {
 #define SF__MAX_THREAD_IDS (1 << 17)
 _Static_assert(SF__MAX_THREAD_IDS <= (1 << (64 - SF__TAG_SHIFT - SF__SEQ_BITS)),
                "every thread id fits a tag");
+/* The last id is no thread's: it tags the tasks that are in no thread's
+ * pending queue, the tasks of batches (batch.h). The registry never hands it
+ * out, so a tag names a batch task exactly when its state word is at least
+ * SF__NO_THREAD_MIN (one compare with a constant, run.h). */
+#define SF__NO_THREAD_ID (SF__MAX_THREAD_IDS - 1)
+#define SF__NO_THREAD_MIN ((uint64_t)SF__NO_THREAD_ID << (SF__TAG_SHIFT + SF__SEQ_BITS))
 
 struct sf_future {
     union {

@@ -21,7 +21,11 @@
  * PENDING, and step 3 claims it whatever queue holds it: a public task by
  * CAS, a private one of another thread through the gate (claim.h), which
  * needs nothing from the owner, so even an owner that never calls libsf
- * again cannot strand it. Otherwise f is RUNNING on some thread, which is
+ * again cannot strand it. A batch task (batch.h) is in no thread's queue:
+ * its tag routes the claim to sf__no_thread_queue (registry.h,
+ * sf__queue_of), whose tasks are all public, so it is a CAS too, needing
+ * neither a worker nor its batch's lock - whatever the batch's FIFO and
+ * the pool are doing. Otherwise f is RUNNING on some thread, which is
  * itself either computing or in a get of its own, and the same holds there.
  * No step needs a free pool worker: every task can run in the thread that
  * needs it, so a pool of any size, even none, finishes any computation whose
@@ -448,7 +452,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             }
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);
-            struct sf__pending *q = &sf__registry_get(sf__tag_thread(s))->q;
+            struct sf__pending *q = sf__queue_of(s);
             if (mine ? sf__pending_claim_own(q, f, &s, run)
                      : sf__pending_claim_foreign(q, f, &s, run)) {
                 if (mine)
@@ -463,7 +467,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
                 /* Relaxed: f is ours now; sf__run reads it on this thread. */
                 if (isolated)
                     atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);
-                sf__run_claimed(me, f, run, SF__HOW_WAIT);
+                sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
                 break;
             }
             continue;

@@ -83,6 +83,7 @@ static void fork_child_reset(void)
     atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
     fork_child = true;
     sf__pool_after_fork();
+    sf__batch_after_fork();
     sf__trace_after_fork();
     sf__registry_after_fork();
     sf__futures_after_fork();
@@ -194,12 +195,12 @@ struct sf__thread *sf__enter_slow(void)
 
 /*
  * One pending task claimed from anywhere: this thread's queue (newest
- * first), then every thread's, private ones included. NULL: none was found
- * in this pass (a running task may queue more).
+ * first), then every thread's, private ones included, then the batches'
+ * (open or closed). NULL: none was found in this pass (a running task may
+ * queue more).
  *
  * The one place the drain and the discard find pending tasks: another
- * source of them (batch queues, sf__batch_take(claimed)) plugs in here, as
- * one more attempt before NULL.
+ * source of them plugs in here, as one more attempt before NULL.
  */
 static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
 {
@@ -207,6 +208,8 @@ static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
     for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
         f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, 0, UINT64_MAX,
                               claimed);
+    if (f == NULL)
+        f = sf__batch_take(claimed);
     return f;
 }
 
@@ -311,6 +314,7 @@ static long stop(uint64_t deadline_ns, const char *name)
         sf__trace_close();
     }
     sf__lock(&life);
+    sf__batch_free_all(); /* drained above; those never closed go now */
     sf__registry_destroy();
     sf__futures_free_all();
     /* Relaxed: the next start reads it under `life`; sf__enter_slow's

@@ -10,7 +10,9 @@
  * The pool never grows, so there is no slack to bound: busy <= workers.
  *
  * An idle worker takes only submitted tasks (SF__STEAL_SUBMITTED): laziness
- * means a task nobody got yet never starts on its own. It looks for work for
+ * means a task nobody got yet never starts on its own. Batch tasks are
+ * submitted when added (the eager way in, batch.h): an idle worker serves
+ * the batches first, round-robin, then the thread queues. It looks for work for
  * a short while, then sleeps on idle_seq; a get that submits new tasks wakes
  * one sleeper (sf__pool_notify).
  */
@@ -34,11 +36,20 @@ struct sf__pool sf__pool;
  * (one scan, then the sleep protocol's rescan). Set by sf__pool_configure. */
 static unsigned idle_spins = IDLE_SPINS;
 
-/* Claims a submitted task from some thread's queue, starting at a random
- * one. force: after spinning in vain, private submitted tasks too. */
+/* Claims a task for an idle worker: the next batch task in round-robin
+ * order (batch.h, Fairness) - batches are served before thread queues, one
+ * task at a time, so a batch that arrives gets its share at the next take -
+ * else a submitted task from some thread's queue, starting at a random one.
+ * force: after spinning in vain, private submitted tasks too. *from is the
+ * queue's thread id, SF__NO_THREAD_ID for a batch task. */
 static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *claimed,
                                  int *from)
 {
+    sf_future *b = sf__batch_take(claimed);
+    if (b != NULL) {
+        *from = SF__NO_THREAD_ID;
+        return b;
+    }
     int n = sf__registry_count();
     unsigned flags = SF__STEAL_SUBMITTED | (force ? SF__STEAL_PRIVATE : 0);
     /* Relaxed: set once, before a wake-up of every worker (sf__pool_drain). */
@@ -94,11 +105,13 @@ static void set_idle(bool *idle, bool now)
  * here a stale one costs one wake too many, or one too few that a later
  * notify or the sleepers' timed rescan makes up for - never a lost task,
  * since every task also runs in the thread that gets it. */
-static void hand_on(const struct sf__pending *victim, uint64_t claimed)
+static void hand_on(int from, uint64_t claimed)
 {
     if (atomic_load_explicit(&sf__pool.searching, memory_order_relaxed) == 0 &&
         atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0 &&
-        sf__pending_more_submitted(victim, claimed))
+        (from == SF__NO_THREAD_ID ? sf__batch_maybe_pending()
+                                  : sf__pending_more_submitted(&sf__registry_get(from)->q,
+                                                               claimed)))
         sf__pool_wake_one();
 }
 
@@ -139,7 +152,7 @@ static void *worker_main(void *arg)
         if (f != NULL) {
             set_idle(&idle, false);
             stop_searching();
-            hand_on(&sf__registry_get(from)->q, claimed);
+            hand_on(from, claimed);
             take(me, f, claimed, from);
             start_searching();
             spins = 0;
@@ -153,8 +166,8 @@ static void *worker_main(void *arg)
         }
         /* Going to sleep: Dekker with sf__pool_notify. We raise
          * idle_sleepers, read idle_seq, heavy fence, rescan; a submitter
-         * makes its work visible, light fence, reads idle_sleepers and bumps
-         * idle_seq. Either our rescan finds its tasks, or it sees us and its
+         * makes its work visible (a batch adder: `queued`, batch.h), light
+         * fence, reads idle_sleepers and bumps idle_seq. Either our rescan finds its tasks, or it sees us and its
          * bump makes the futex wait below return. Relaxed: ordered by the
          * heavy fence. */
         atomic_fetch_sub_explicit(&sf__pool.searching, 1, memory_order_relaxed);
@@ -174,7 +187,7 @@ static void *worker_main(void *arg)
         spins = 0;
         if (f != NULL) {
             set_idle(&idle, false);
-            hand_on(&sf__registry_get(from)->q, claimed); /* not searching since the sleep protocol */
+            hand_on(from, claimed); /* not searching since the sleep protocol */
             take(me, f, claimed, from);
         }
         start_searching();
@@ -193,7 +206,7 @@ bool sf__pool_drain(void)
     atomic_fetch_add_explicit(&sf__pool.idle_seq, 1, memory_order_relaxed);
     sf__futex_wake(&sf__pool.idle_seq, INT_MAX);
     for (;;) {
-        bool pending = false;
+        bool pending = sf__batch_maybe_pending();
         for (int i = 0, n = sf__registry_count(); i < n && !pending; i++)
             pending = sf__pending_has_pending(&sf__registry_get(i)->q);
         /* Relaxed: rechecked until both are quiet at once. */

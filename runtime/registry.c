@@ -24,7 +24,9 @@ _Atomic unsigned sf__registry_gen;
 
 #define CHUNK_BITS 10
 #define CHUNK (1 << CHUNK_BITS)
-static struct sf__thread **chunks[SF__MAX_THREADS_REGISTERED / CHUNK];
+static struct sf__thread **chunks[SF__MAX_THREAD_IDS / CHUNK];
+/* Claims only, by CAS (registry.h); id and pub_seq are all that is read. */
+struct sf__pending sf__no_thread_queue = {.pub_seq = UINT64_MAX, .id = SF__NO_THREAD_ID};
 static _Atomic int nthreads;
 /* Exited threads' structs, linked by dead_next; under reg_lock. */
 static struct sf__thread *dead;

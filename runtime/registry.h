@@ -96,8 +96,9 @@ static inline struct sf__thread *sf__thread_self(void)
     return NULL;
 }
 
-/* Threads registered at once, dead ones adopted: the ids future.h allows. */
-#define SF__MAX_THREADS_REGISTERED SF__MAX_THREAD_IDS
+/* Threads registered at once, dead ones adopted: the ids future.h allows,
+ * less the one that names no thread (SF__NO_THREAD_ID). */
+#define SF__MAX_THREADS_REGISTERED (SF__MAX_THREAD_IDS - 1)
 
 /*
  * Opens a registry. on_exit(t) runs on a registered thread when it exits
@@ -135,6 +136,23 @@ struct sf__thread *sf__registry_get(int i);
 uint64_t sf__registry_queued(void);
 /* Threads asleep in a get now (their `asleep` flags). */
 int sf__registry_asleep(void);
+
+/*
+ * The queue of the tasks that are in no thread's queue (SF__NO_THREAD_ID:
+ * batch tasks, batch.h): never pushed to, never scanned, it only answers
+ * claims. Its pub_seq is UINT64_MAX, so every such task is public and
+ * sf__pending_claim_foreign claims it by CAS, needing nothing from anyone.
+ */
+extern struct sf__pending sf__no_thread_queue;
+
+/* The queue that holds the task named by state s, a PENDING state read from
+ * a future: its thread's, or sf__no_thread_queue. Every claimer that finds
+ * a future by its handle (a get, sf_release, sf_cancel) goes through here. */
+static inline struct sf__pending *sf__queue_of(uint64_t s)
+{
+    int t = sf__tag_thread(s);
+    return SF__UNLIKELY(t == SF__NO_THREAD_ID) ? &sf__no_thread_queue : &sf__registry_get(t)->q;
+}
 
 /*
  * Owner: may a get run its task on this stack, nested in the caller's frame?

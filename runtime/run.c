@@ -1,6 +1,7 @@
 /*
  * run.c - layer 4: the out-of-line copy of sf__run (run.h) for the runners
- * that are not a get of the task's own future.
+ * that are not a get of the task's own future, and for batch tasks (with
+ * their completion, sf__run_batch_done).
  */
 #include "run.h"
 
@@ -20,6 +21,9 @@ void *sf__run_failed(struct sf__thread *me, sf_future *f) { return sf__failure_t
 
 void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
 {
+    /* A batch task's batch, read before DONE: afterwards f may be recycled
+     * (the batch stays until this task is accounted for). */
+    struct sf_batch *b = sf__is_batch_task(claimed) ? sf__batch_of(claimed) : NULL;
     /* Relaxed, both: published by the exchange of DONE below. */
     atomic_store_explicit(&f->region, ECANCELED, memory_order_relaxed);
     __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
@@ -38,11 +42,13 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
             atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
             sf__future_free_shared(f);
         }
-        return;
-    }
-    /* Relaxed: as in sf__run, after the exchange (a full barrier). */
-    if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0)
+    } else if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0) {
+        /* Relaxed: as in sf__run, after the exchange (a full barrier). */
         sf__futex_wake(sf__future_futex(f), INT_MAX);
+    }
+    /* After DONE: a batch waiter that returns sees this future done. */
+    if (b != NULL)
+        sf__batch_finished(b);
 }
 
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
@@ -56,7 +62,7 @@ void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
 }
 
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
-                           enum sf__how how, bool traced)
+                           enum sf__how how, bool traced, bool batch)
 {
     /* The clock is read before the claim's task starts and after its
      * completion is published: the task's whole time, and its nested ones',
@@ -64,17 +70,60 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
     uint64_t t0 = sf__now_ns();
     /* A task runs here now: gets in it may take the fast path (run.h). */
     me->stack_red = me->stack_red_task;
-    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL)
-                           : sf__run_body(me, f, claimed, how, false, NULL);
+    /* batch stays a variable here: one branch, off the fast path. */
+    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, batch)
+                           : sf__run_body(me, f, claimed, how, false, NULL, batch);
     me->stack_red = UINTPTR_MAX;
     SF__ADD(me->c_busy_ns, sf__now_ns() - t0);
     return done;
 }
 
+uint64_t sf__run_batch_done(struct sf__thread *me, sf_future *f, uint64_t done, void *r)
+{
+    /* Read before DONE: afterwards f may be recycled; the batch stays until
+     * this task is accounted for (batch.h). */
+    struct sf_batch *b = sf__batch_of(done);
+    /* Relaxed: published by the exchange below. */
+    __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
+    /* acq_rel, as in sf__run's non-inline case: the handle's holder may
+     * release f at any moment, even when a get of it runs it (other gets
+     * of the same future). */
+    uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
+    SF__ASSERT_TRANSITION(old, done);
+    if (old & SF__ORPHAN) {
+        if (SF__UNLIKELY(done & SF__FAILED))
+            sf__run_orphan_failed(me, f, done);
+        sf__future_put(&me->free, f, done);
+    } else if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0) {
+        /* Relaxed: as in sf__run, after the exchange (a full barrier). */
+        sf__futex_wake(sf__future_futex(f), INT_MAX);
+    }
+    /* Accounted after DONE: sf_batch_wait's return means every future of
+     * the batch reads done. */
+    sf__batch_finished(b);
+    return done;
+}
+
+/* A batch task runs with a frame naming its batch on this thread's list
+ * (sf_batch_wait's EDEADLK, batch.h). */
+static __attribute__((noinline)) void run_batch_task(struct sf__thread *me, sf_future *f,
+                                                     uint64_t claimed, enum sf__how how)
+{
+    struct sf__batch_frame frame = {sf__batch_of(claimed), sf__batch_frames};
+    sf__batch_frames = &frame;
+    if (SF__UNLIKELY(sf__trace_on))
+        (void)sf__run(me, f, claimed, how, true, true);
+    else
+        (void)sf__run(me, f, claimed, how, false, true);
+    sf__batch_frames = frame.next;
+}
+
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how)
 {
-    if (SF__UNLIKELY(sf__trace_on))
-        (void)sf__run(me, f, claimed, how, true);
+    if (SF__UNLIKELY(sf__is_batch_task(claimed)))
+        run_batch_task(me, f, claimed, how);
+    else if (SF__UNLIKELY(sf__trace_on))
+        (void)sf__run(me, f, claimed, how, true, false);
     else
-        (void)sf__run(me, f, claimed, how, false);
+        (void)sf__run(me, f, claimed, how, false, false);
 }

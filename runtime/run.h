@@ -1,8 +1,9 @@
 /*
  * run.h - layer 4: the one path that runs a claimed task and completes its
  * future. Every runner goes through sf__run: a get of the future itself
- * (SF__HOW_INLINE), an idle pool worker (POOL), a blocked get helping
- * (STEAL), the drain at shutdown (DRAIN).
+ * (SF__HOW_INLINE, or WAIT_INLINE off the fast path), an idle pool worker
+ * (POOL), a blocked get helping (STEAL), the drain at shutdown (DRAIN), a
+ * sf_batch_wait helping its batch (WAIT).
  *
  * Completion has two cases, chosen by who runs the task:
  *  - INLINE: the runner is inside sf_get() of this very future, so the
@@ -14,13 +15,20 @@
  * Either way, getters asleep on the future are found through f->waiters with
  * the asymmetric Dekker pair of platform.h: the runner's light fence (or the
  * exchange, a full barrier) here, the sleeper's heavy fence in get.c.
+ *
+ * A batch task (batch.h) completes out of line (sf__run_batch_done): the
+ * exchange, then its batch's accounting. Batch tasks never take the
+ * fork-join fast path (they are in no thread's queue, so sf__get's
+ * sf__pending_holds test fails), so only sf__run_claimed (and
+ * sf__run_outermost, where it passes the flag on) runs a batch task, and the
+ * fast path's copy carries no trace of it.
  */
 #ifndef SF_RUN_H
 #define SF_RUN_H
 
 #include <limits.h>
 
-#include "failure.h"
+#include "batch.h"
 
 /* The out-of-line copy, for runners off the fork-join fast path. */
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
@@ -36,23 +44,26 @@ void *sf__run_failed(struct sf__thread *me, sf_future *f);
 void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 /* An orphan that failed: nobody can see it now, so it is reported. */
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
+/* The completion of a batch task: its result r, its DONE state `done`. */
+uint64_t sf__run_batch_done(struct sf__thread *me, sf_future *f, uint64_t done, void *r);
 
 /* sf__run of a task that no other task encloses on this thread (me->cur is
  * NULL): the same, timed into me->c_busy_ns (run.c). */
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
-                           enum sf__how how, bool traced);
+                           enum sf__how how, bool traced, bool batch);
 
 /* sf__run's body; `outer` is me->cur, which the caller read. */
 static inline __attribute__((always_inline)) uint64_t
 sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
-             bool traced, sf_future *outer)
+             bool traced, sf_future *outer, bool batch)
 {
     switch ((int)how) {
     case SF__HOW_INLINE:
-    case SF__HOW_WAIT: SF__BUMP(me->c_inline); break;
+    case SF__HOW_WAIT_INLINE: SF__BUMP(me->c_inline); break;
     case SF__HOW_POOL: SF__BUMP(me->c_pool); break;
     case SF__HOW_STEAL: SF__BUMP(me->c_stolen); break;
     case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
+    case SF__HOW_WAIT: SF__BUMP(me->c_stolen); break; /* sf_stats: run_stolen */
     default: break;
     }
     SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");
@@ -92,9 +103,11 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
         done |= now & (SF__FAILED | SF__SEEN);
         r = sf__run_failed(me, f); /* the code is in f->region already */
     }
+    if (batch)
+        return sf__run_batch_done(me, f, done, r);
     /* Relaxed: published by the release (or exchange) of DONE below. */
     __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
-    if (how == SF__HOW_INLINE || how == SF__HOW_WAIT) {
+    if (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
         /* Release: getters that load DONE (acquire) see val. */
         atomic_store_explicit(&f->state, done, memory_order_release);
@@ -126,9 +139,10 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
 
 /*
  * Runs the task of f, which `me` claimed (its state is `claimed`, RUNNING),
- * and completes f. `how` and `traced` are constants at every call site, so
- * each copy keeps only its own branches; traced is sf__trace_on or false.
- * No runtime lock may be held (debug.h checks). Returns the DONE state it
+ * and completes f. `how`, `traced` and `batch` are constants at every call
+ * site, so each copy keeps only its own branches; traced is sf__trace_on or
+ * false, batch is sf__is_batch_task(claimed) (only sf__run_claimed passes
+ * true). No runtime lock may be held (debug.h checks). Returns the DONE state it
  * stored (FAILED tells a failure).
  *
  * Busy time (sf.h, sf_thread_stats.busy_ns) is the time a thread spends
@@ -149,12 +163,13 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
  * rests on: whenever sf__stack_room(me) is true, me->cur is not NULL.
  */
 static inline __attribute__((always_inline)) uint64_t
-sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced)
+sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced,
+        bool batch)
 {
     sf_future *outer = me->cur;
     if (SF__UNLIKELY(outer == NULL))
-        return sf__run_outermost(me, f, claimed, how, traced);
-    return sf__run_body(me, f, claimed, how, traced, outer);
+        return sf__run_outermost(me, f, claimed, how, traced, batch);
+    return sf__run_body(me, f, claimed, how, traced, outer, batch);
 }
 
 #endif /* SF_RUN_H */

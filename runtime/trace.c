@@ -200,15 +200,20 @@ static int asleep(void) { return sf__registry_asleep(); }
  * FStart as people say it. */
 static const char *const kind_name[SF__HOW_COUNT + 1] = {
     [SF__HOW_INLINE] = "inline", [SF__HOW_POOL] = "pool",      [SF__HOW_STEAL] = "stolen",
-    [SF__HOW_DRAIN] = "drained", [SF__HOW_WAIT] = "wait-inlined",
+    [SF__HOW_DRAIN] = "drained", [SF__HOW_WAIT] = "batch-wait",
+    [SF__HOW_WAIT_INLINE] = "wait-inlined",
 };
 
-/* A flow's id: the task's name T.N as one number (T < 2^11, N < 2^40: a
- * JSON number stays exact below 2^53). */
+/* A flow's id: the task's name T.N as one number, T in the bits from 36 up
+ * (T < 2^17, SF__MAX_THREAD_IDS), N below: a JSON number stays exact below
+ * 2^53. Ids are unique while a thread has queued fewer than 2^36 tasks;
+ * past that two flows may share an id, which misdraws an arrow, nothing
+ * more. */
 static unsigned long long flow_id(uint64_t s)
 {
-    return ((unsigned long long)sf__tag_thread(s) << 40) |
-           ((unsigned long long)sf__tag_seq(s) & ((1ull << 40) - 1));
+    _Static_assert(SF__MAX_THREAD_IDS <= (1 << 17), "T fits 17 bits");
+    return ((unsigned long long)sf__tag_thread(s) << 36) |
+           ((unsigned long long)sf__tag_seq(s) & ((1ull << 36) - 1));
 }
 
 /* Formats event ev of thread t at ns as JSON objects at p (room for
@@ -244,8 +249,10 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         const char *kind = kind_name[b <= SF__HOW_COUNT ? b : SF__HOW_INLINE];
         /* The arrow from the queuing thread: its start 1 ns before the
          * slice, so that viewers that sort by time see it first; it binds
-         * to the slice running there then, if any. */
-        if (from != tid) {
+         * to the slice running there then, if any. A batch task was in no
+         * thread's queue (SF__NO_THREAD_ID): no arrow. */
+        bool flow = from != tid && from != SF__NO_THREAD_ID;
+        if (flow) {
             uint64_t s_ns = ns > 0 ? ns - 1 : 0;
             OUT(",{\"ph\":\"s\",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
                 "\"name\":\"queued\",\"cat\":\"flow\"}\n",
@@ -257,7 +264,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
             pid, tid, us, frac, kind, from, seq, kind, t->tdepth);
         t->tdepth++;
         /* bp "e": the arrow ends on the slice just begun (enclosing). */
-        if (from != tid)
+        if (flow)
             OUT(",{\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":%d,\"tid\":%d,"
                 "\"ts\":%llu.%03llu,\"name\":\"queued\",\"cat\":\"flow\"}\n",
                 flow_id(a), pid, tid, us, frac);
@@ -302,7 +309,7 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
         t->tlen += (size_t)chrome_event(t, p, ev, a, b, ns);
         return;
     }
-    if (ev == SF__EV_FSTART && b == SF__HOW_WAIT)
+    if (ev == SF__EV_FSTART && b == SF__HOW_WAIT_INLINE)
         b = SF__HOW_INLINE; /* the text trace does not tell them apart */
     /* Every argument is short (at most 20 digits twice, or a key and a
      * number), so a line always fits LINE_MAX_BYTES. */

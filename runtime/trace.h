@@ -27,7 +27,7 @@ enum sf__how {
     /* INLINE by a get's slow path (get.c: it submitted, found f still
      * pending, and claimed it): counted and written "inline" in the text
      * trace, "wait-inlined" in the Chrome trace. */
-    SF__HOW_WAIT = SF__HOW_COUNT
+    SF__HOW_WAIT_INLINE = SF__HOW_COUNT
 };
 
 /* Tracing is on: set at start before any worker exists, cleared at stop

@@ -64,6 +64,7 @@
     X(INLINE, "inline", "run by a get of its own future")                                 \
     X(POOL, "pool", "taken by an idle pool worker")                                       \
     X(STEAL, "steal", "run by a blocked get, helping")                                    \
-    X(DRAIN, "drain", "run by `sf_shutdown`")
+    X(DRAIN, "drain", "run by `sf_shutdown`")                                             \
+    X(WAIT, "wait", "run by `sf_batch_wait`, helping its batch")
 
 #endif /* SF_TRACE_FORMAT_H */

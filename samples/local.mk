@@ -2,7 +2,7 @@
 # directory). The samples are demos and smoke tests of the public API, so they
 # are built but not installed.
 
-noinst_PROGRAMS += samples/fib samples/meh samples/nqueens_search samples/mandelbrot
+noinst_PROGRAMS += samples/fib samples/meh samples/nqueens_search samples/mandelbrot samples/batches
 
 samples_fib_SOURCES = samples/fib.c
 samples_fib_LDADD = libsf.la
@@ -15,6 +15,9 @@ samples_nqueens_search_LDADD = libsf.la
 
 samples_mandelbrot_SOURCES = samples/mandelbrot.c
 samples_mandelbrot_LDADD = libsf.la
+
+samples_batches_SOURCES = samples/batches.c
+samples_batches_LDADD = libsf.la
 
 # make check runs nqueens_search and checks its output: exact where the
 # schedule cannot change it (SF_THREADS=1), its invariants elsewhere.

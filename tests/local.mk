@@ -30,6 +30,7 @@ check_PROGRAMS += tests/test_for
 check_PROGRAMS += tests/test_pool
 check_PROGRAMS += tests/test_stats
 check_PROGRAMS += tests/test_shutdown_timeout
+check_PROGRAMS += tests/test_batch
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -55,6 +56,7 @@ TESTS += tests/test_for
 TESTS += tests/test_pool
 TESTS += tests/test_stats
 TESTS += tests/test_shutdown_timeout
+TESTS += tests/test_batch
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -158,6 +160,12 @@ tests_test_stats_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_shutdown_timeout_SOURCES = tests/test_shutdown_timeout.c tests/testutil.c tests/testutil.h
 tests_test_shutdown_timeout_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_shutdown_timeout_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_batch_SOURCES = tests/test_batch.c tests/testutil.c tests/testutil.h
+tests_test_batch_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_batch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+# test_batch checks a trace of batch tasks with sftrace, as test_trace does
+tests_test_batch_CPPFLAGS = $(AM_CPPFLAGS) -DSFTRACE_BIN='"$(abs_top_builddir)/tools/sftrace/sftrace$(EXEEXT)"'
+EXTRA_tests_test_batch_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h

@@ -175,7 +175,7 @@ static void lock_order_inverted(void)
 START_TEST(lock_order_violation_reported)
 {
     static const char *const parts[] = {
-        "lock order violated: taking test_outer (rank 1) while holding test_leaf (rank 3)", NULL};
+        "lock order violated: taking test_outer (rank 1) while holding test_leaf (rank 4)", NULL};
     expect_abort(lock_order_inverted, parts);
 }
 END_TEST

@@ -124,6 +124,30 @@ static void *long_sleeper(void *arg)
     return arg;
 }
 
+/* Batch tasks are served eagerly by the worker; past the deadline neither
+ * the worker nor the drain starts one: the open batch's rest is discarded
+ * and counted, each task at most once (their handles, like every future,
+ * end with the runtime). */
+START_TEST(batch_tasks_are_discarded_at_the_deadline)
+{
+    tu_env_threads(2);
+    reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_batch *b = sf_batch_new();
+    ck_assert_ptr_nonnull(b);
+    for (long i = 0; i < NTASKS; i++) /* handles kept: freed by the shutdown */
+        ck_assert_ptr_nonnull(sf_batch_do(b, sleeper, (void *)i));
+    long d = sf_shutdown_timeout(0.25);
+    int r = atomic_load(&ran);
+    ck_assert_int_eq(d + r, NTASKS);
+    /* The worker starts one at once; 100 ms tasks, 0.25 s, two threads:
+     * most cannot have started. */
+    ck_assert_int_ge(r, 1);
+    ck_assert_int_ge(d, NTASKS / 2);
+    assert_at_most_once();
+}
+END_TEST
+
 START_TEST(workers_stop_taking_at_the_deadline)
 {
     tu_env_threads(2);
@@ -362,6 +386,7 @@ static Suite *shutdown_timeout_suite(void)
     tcase_add_test(tc, returns_the_tasks_that_did_not_run);
     tcase_add_test(tc, a_getter_of_a_discarded_task_sees_ecanceled);
     tcase_add_test(tc, workers_stop_taking_at_the_deadline);
+    tcase_add_test(tc, batch_tasks_are_discarded_at_the_deadline);
     tcase_add_loop_test(tc, zero_seconds_discards_everything_pending, 0, 2);
     tcase_add_loop_test(tc, a_generous_deadline_discards_nothing, 0, 3);
     tcase_add_test(tc, tasks_queued_after_the_deadline);

@@ -78,8 +78,8 @@ static void *fib_on_thread(void *arg)
 }
 
 /* fib on the main thread and on a foreign one, tasks discarded and
- * cancelled: every row adds up to the totals, and each kind of count lands
- * in the row of the thread that did it. */
+ * cancelled, a batch waited on: every row adds up to the totals, and each
+ * kind of count lands in the row of the thread that did it. */
 START_TEST(rows_sum_to_totals)
 {
     int threads = _i == 0 ? 1 : 2;
@@ -94,8 +94,19 @@ START_TEST(rows_sum_to_totals)
         ck_assert_int_eq(sf_cancel(f), 0);
         sf_release(f);
     }
+    /* 9 batch tasks: made by the main thread, run by its wait or by the
+     * worker, released after. */
+    sf_batch *b = sf_batch_new();
+    ck_assert_ptr_nonnull(b);
+    sf_future *bf[9];
+    for (int i = 0; i < 9; i++)
+        ck_assert_ptr_nonnull(bf[i] = sf_batch_do(b, noop, NULL));
+    ck_assert_int_eq(sf_batch_wait(b), 0);
+    for (int i = 0; i < 9; i++)
+        sf_release(bf[i]);
+    sf_batch_close(b);
     sf_stats s = tu_stats_quiet();
-    ck_assert_uint_eq(s.created, tu_fib_tasks(18) + tu_fib_tasks(16) + 12);
+    ck_assert_uint_eq(s.created, tu_fib_tasks(18) + tu_fib_tasks(16) + 12 + 9);
     ck_assert_uint_eq(s.discarded, 7);
     ck_assert_uint_eq(s.cancelled, 5);
     ck_assert_uint_eq(s.queued, 0);
@@ -120,9 +131,10 @@ START_TEST(rows_sum_to_totals)
         ck_assert_uint_gt(rows[0].busy_ns, 0);
         ck_assert_uint_gt(foreign->busy_ns, 0);
         /* No worker: each thread made and ran its own tree, inline. */
-        ck_assert_uint_eq(rows[0].created, tu_fib_tasks(18) + 12);
+        ck_assert_uint_eq(rows[0].created, tu_fib_tasks(18) + 12 + 9);
         ck_assert_uint_eq(foreign->created, tu_fib_tasks(16));
         ck_assert_uint_eq(rows[0].run_inline, tu_fib_tasks(18));
+        ck_assert_uint_eq(rows[0].run_stolen, 9); /* the wait ran the batch */
         ck_assert_uint_eq(foreign->run_inline, tu_fib_tasks(16));
     }
     sf_shutdown();

@@ -317,11 +317,15 @@ static double jnum(const struct jv *o, const char *key, size_t ev)
 #define MAX_FLOWS 200000
 
 struct tally {
-    uint64_t kind[5]; /* slices by kind, in the order of kinds[] */
+    uint64_t kind[6]; /* slices by kind, in the order of kinds[] */
     uint64_t tasks, sleeps, flows, foreign_runs;
 };
 
-static const char *const kinds[5] = {"inline", "wait-inlined", "pool", "stolen", "drained"};
+static const char *const kinds[6] = {"inline",  "wait-inlined", "pool",
+                                     "stolen",  "drained",      "batch-wait"};
+
+/* The queuing thread of a batch task (in no thread's queue): no arrow. */
+#define NO_THREAD 131071u
 
 struct flow {
     double id;
@@ -414,7 +418,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
                 unsigned qt = 0;
                 unsigned long long seq = 0;
                 ck_assert_int_eq(sscanf(jstr(jget(b, "args"), "task"), "%u.%llu", &qt, &seq), 2);
-                ck_assert_msg(f->id == (double)(((unsigned long long)qt << 40) | seq),
+                ck_assert_msg(f->id == (double)(((unsigned long long)qt << 36) | seq),
                               "event %zu: flow id is not its task's", e);
                 ck_assert_int_ne((int)qt, tid);
             }
@@ -430,9 +434,9 @@ static struct tally check_trace(const struct jv *root, bool closed)
             bool task = strcmp(cat, "task") == 0;
             if (task) {
                 int k = 0;
-                while (k < 5 && strcmp(name, kinds[k]) != 0)
+                while (k < 6 && strcmp(name, kinds[k]) != 0)
                     k++;
-                ck_assert_msg(k < 5, "event %zu: task slice of kind \"%s\"", e, name);
+                ck_assert_msg(k < 6, "event %zu: task slice of kind \"%s\"", e, name);
                 ck_assert_str_eq(jstr(args, "kind"), name);
                 ck_assert_msg(jnum(args, "depth", e) == task_open[tid],
                               "event %zu: depth %g, but %d task slices are open", e,
@@ -442,7 +446,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
                 const char *tn = jstr(args, "task");
                 ck_assert_msg(tn != NULL && sscanf(tn, "%u.%llu", &qt, &seq) == 2,
                               "event %zu: args.task", e);
-                if ((int)qt != tid)
+                if ((int)qt != tid && qt != NO_THREAD)
                     t.foreign_runs++;
                 t.kind[k]++;
                 t.tasks++;
@@ -519,8 +523,10 @@ static void *foreign_get(void *arg)
     return sf_get(arg);
 }
 
+#define BATCH_TASKS 20
+
 /* Nesting (fib), a future got by two threads (one blocks), a foreign
- * thread's own tasks, a task of thread 0 run by a foreign get. */
+ * thread's own tasks, a task of thread 0 run by a foreign get, a batch. */
 static void workload(void)
 {
     sf_future *f = sf_do(tu_fib, (void *)15L);
@@ -539,6 +545,19 @@ static void workload(void)
     ck_assert_ptr_eq(tu_run_on_thread(foreign_get, g, 0), (void *)34L);
     ck_assert_ptr_eq(sf_get(g), (void *)34L);
     sf_release(g);
+
+    /* A batch, waited on: its tasks are slices of no queuing thread. */
+    sf_batch *b = sf_batch_new();
+    ck_assert_ptr_nonnull(b);
+    sf_future *bf[BATCH_TASKS];
+    for (int i = 0; i < BATCH_TASKS; i++)
+        ck_assert_ptr_nonnull(bf[i] = sf_batch_do(b, tu_fib, (void *)10L));
+    ck_assert_int_eq(sf_batch_wait(b), 0);
+    for (int i = 0; i < BATCH_TASKS; i++) {
+        ck_assert_ptr_eq(sf_get(bf[i]), (void *)55L);
+        sf_release(bf[i]);
+    }
+    sf_batch_close(b);
 }
 
 static const int threads_of[] = {1, 2, 4};
@@ -568,7 +587,7 @@ START_TEST(chrome_workload)
     ck_assert_uint_eq(t.tasks, s.run_inline + s.run_pool + s.run_stolen);
     ck_assert_uint_eq(t.kind[0] + t.kind[1], s.run_inline);
     ck_assert_uint_eq(t.kind[2], s.run_pool);
-    ck_assert_uint_eq(t.kind[3], s.run_stolen);
+    ck_assert_uint_eq(t.kind[3] + t.kind[5], s.run_stolen);
     ck_assert_uint_eq(t.kind[4], 0);
     ck_assert_uint_eq(t.sleeps, s.sleeps);
     /* The foreign getter of the slow task has nothing to run until it
@@ -582,6 +601,12 @@ START_TEST(chrome_workload)
      * they help while they wait). */
     if (threads == 1)
         ck_assert_uint_eq(t.kind[2], 0);
+    /* Every batch task is run by the wait, the pool, or (if neither took
+     * it first) by nobody else: the gets come after the wait. At one
+     * thread the wait runs them all. */
+    ck_assert_uint_le(t.kind[5], BATCH_TASKS);
+    if (threads == 1)
+        ck_assert_uint_eq(t.kind[5], BATCH_TASKS);
     /* The last event closes the array on its own line. */
     size_t n = strlen(text);
     ck_assert_msg(n >= 2 && strcmp(text + n - 2, "]\n") == 0, "the trace does not end in ]");

@@ -20,7 +20,7 @@
 #include <string.h>
 
 const char *const sched_kind_name[SK_COUNT] = {
-    "inline", "wait-inlined", "pool", "stolen", "drained", "asleep", "idle",
+    "inline", "wait-inlined", "pool", "stolen", "drained", "batch-wait", "asleep", "idle",
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -561,7 +561,8 @@ void sched_summary(const struct sched *s, FILE *out)
             span / 1000);
     fprintf(out, "\n%6s %-10s %7s", "thread", "name", "tasks");
     for (int k = 0; k < SK_SLEEP; k++)
-        fprintf(out, " %*s", k == SK_WAIT ? 8 : 7, k == SK_WAIT ? "wait-inl" : sched_kind_name[k]);
+        fprintf(out, " %*s", k == SK_WAIT ? 8 : 7,
+                k == SK_WAIT ? "wait-inl" : k == SK_BATCH ? "batch" : sched_kind_name[k]);
     fprintf(out, " %9s %6s %7s %9s %9s %9s\n", "busy ms", "busy%", "sleeps", "asleep ms",
             "wait ms", "idle ms");
     for (size_t i = 0; i < s->nthr; i++) {

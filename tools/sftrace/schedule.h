@@ -24,6 +24,7 @@ enum sched_kind {
     SK_POOL,    /* taken by an idle pool worker */
     SK_STOLEN,  /* run by a blocked get, helping */
     SK_DRAINED, /* run by sf_shutdown */
+    SK_BATCH,   /* run by sf_batch_wait, helping its batch ("batch-wait") */
     SK_SLEEP,   /* a get asleep (not a task) */
     SK_IDLE,    /* a pool worker idle, from Idle to its next event */
     SK_COUNT

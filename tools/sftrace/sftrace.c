@@ -53,6 +53,9 @@
 #define SEQ_BITS 47
 #define MAX_SEQ ((UINT64_C(1) << SEQ_BITS) - 1)
 #define MAX_THREAD_ID UINT64_C(65535)
+/* A task's thread, and the thread a Take or Steal names: up to 131071, the
+ * id of batch tasks (in no thread's queue; docs/trace-format.md). */
+#define MAX_TASK_THREAD UINT64_C(131071)
 #define MAX_COUNT UINT64_C(999999999999999)
 /* ~3 years; keeps time * timeline width inside int64_t */
 #define MAX_MS UINT64_C(99999999999)
@@ -420,7 +423,7 @@ static int parse_task(const char *s, size_t n, uint64_t *key)
     if (!dot)
         return -1;
     size_t tn = (size_t)(dot - s);
-    if (parse_uint(s, tn, MAX_THREAD_ID, &t) < 0 ||
+    if (parse_uint(s, tn, MAX_TASK_THREAD, &t) < 0 ||
         parse_uint(dot + 1, n - tn - 1, MAX_SEQ, &seq) < 0)
         return -1;
     *key = t << SEQ_BITS | seq;
@@ -445,7 +448,7 @@ static int parse_arg(size_t line, int ev, const struct arg_spec *as, const char 
         syntax_error(line, "%s: '%.*s' is not a task name (thread.sequence)", name, (int)n, s);
         return -1;
     case K_THREAD:
-        if (parse_uint(s, n, MAX_THREAD_ID, v) == 0)
+        if (parse_uint(s, n, MAX_TASK_THREAD, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a thread id", name, (int)n, s);
         return -1;
@@ -807,6 +810,8 @@ static void on_DO(const struct rec *r)
     struct thr *t = thr_of(r);
     uint64_t task = task_of(r);
     char name[48];
+    if (task >> SEQ_BITS == MAX_TASK_THREAD)
+        return; /* a batch task: any thread adds them, in no queue of its own */
     if (task >> SEQ_BITS != r->thread)
         problem(r->line, "Do %s logged by thread %" PRIu32 "; a task is named after the "
                 "thread that queues it", rec_task(r, name, sizeof name), r->thread);
@@ -1402,7 +1407,7 @@ static void build_schedule(struct sched *sc)
     } *st = xcalloc(nthrs ? nthrs : 1, sizeof *st);
     static const uint8_t kind_of_how[HOW_COUNT] = {
         [HOW_INLINE] = SK_INLINE, [HOW_POOL] = SK_POOL, [HOW_STEAL] = SK_STOLEN,
-        [HOW_DRAIN] = SK_DRAINED};
+        [HOW_DRAIN] = SK_DRAINED, [HOW_WAIT] = SK_BATCH};
     for (size_t i = 0; i < nthrs; i++)
         st[i].idle_from = -1;
     for (size_t i = 0; i < nrecs; i++) {

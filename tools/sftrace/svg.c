@@ -46,6 +46,7 @@ static const char *const colour[SK_COUNT] = {
     "#f28e2b", /* pool: orange */
     "#e15759", /* stolen: red */
     "#9c755f", /* drained: brown */
+    "#edc948", /* batch-wait: yellow */
     "#b07aa1", /* asleep: purple */
     "#bab0ac", /* idle: grey */
 };
@@ -56,6 +57,7 @@ static const char *const meaning[SK_COUNT] = {
     "pool: taken by an idle worker",
     "stolen: run by a blocked get, helping",
     "drained: run by sf_shutdown",
+    "batch-wait: run by sf_batch_wait, helping its batch",
     "asleep: a get with nothing to run",
     "idle: a worker with nothing to take",
 };
@@ -259,10 +261,11 @@ int sched_svg(const struct sched *s, FILE *o)
     if (s->threads_cfg)
         fprintf(o, " (SF_THREADS=%" PRIu64 ")", s->threads_cfg);
     fprintf(o, ", %" PRIu64 " tasks: %" PRIu64 " inline, %" PRIu64 " wait-inlined, %" PRIu64
-               " pool, %" PRIu64 " stolen, %" PRIu64 " drained; %" PRIu64 " sleeps; span %.3f ms"
+               " pool, %" PRIu64 " stolen, %" PRIu64 " drained, %" PRIu64 " batch-wait; %" PRIu64
+               " sleeps; span %.3f ms"
                "</text>\n",
             tasks, by_kind[SK_INLINE], by_kind[SK_WAIT], by_kind[SK_POOL], by_kind[SK_STOLEN],
-            by_kind[SK_DRAINED], by_kind[SK_SLEEP], span / 1000);
+            by_kind[SK_DRAINED], by_kind[SK_BATCH], by_kind[SK_SLEEP], span / 1000);
 
     /* Grid and axis. */
     int dec;

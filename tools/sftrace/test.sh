@@ -178,7 +178,7 @@ svg_ok() {
     for name in "$@"; do
         grep -q "font-weight=\"bold\">$name</text>" "$f" || { echo "no row $name"; return 1; }
     done
-    for kind in inline wait-inlined pool stolen drained asleep idle; do
+    for kind in inline wait-inlined pool stolen drained batch-wait asleep idle; do
         grep -q ">$kind: " "$f" || { echo "no legend entry $kind"; return 1; }
     done
 }

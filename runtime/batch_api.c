@@ -1,0 +1,114 @@
+/*
+ * batch_api.c - layer 5: the public entry points of fair batches
+ * (sf_batch_new, sf_batch_do, sf_batch_wait, sf_batch_close). The batches
+ * themselves, their fairness and their accounting are batch.h's; here the
+ * arguments are checked, the calling thread found (starting the runtime if
+ * needed), the pool told of additions, and sf_batch_wait helps.
+ */
+#include "lifecycle.h"
+
+#include <errno.h>
+
+#define SPIN_ROUNDS 64     /* sf_batch_wait: looks for work with pauses ... */
+#define NAP_MIN_NS 200000L /* ... then sleeps, doubling up to NAP_MAX_NS */
+#define NAP_MAX_NS 20000000L
+
+SF_EXPORT sf_batch *sf_batch_new(void)
+{
+    if (sf__enter() == NULL)
+        return NULL;
+    return sf__batch_new();
+}
+
+SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg)
+{
+    if (b == NULL || fn == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct sf__thread *me = sf__enter();
+    if (me == NULL)
+        return NULL;
+    sf_future *f = sf__future_alloc(&me->free);
+    if (f == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    f->u.fn = fn;
+    /* Atomic (relaxed), as in sf_do; the add's release store publishes it. */
+    __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
+    /* A batch task belongs to no isolation region: the batch is its own
+     * unit, served by whoever takes from it. Relaxed: as val. */
+    atomic_store_explicit(&f->region, 0, memory_order_relaxed);
+    SF__BUMP(me->c_created); /* before the add, as in sf_do */
+    uint64_t s;
+    int e = sf__batch_push(me, b, f, &s);
+    if (e != 0) {
+        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
+                              memory_order_relaxed);
+        sf__future_unalloc(&me->free, f);
+        errno = e;
+        return NULL;
+    }
+    /* Eager: the task is submitted now; a sleeping worker must hear of it
+     * (the adder's half of the sleep protocol, batch.h and pool.h). */
+    sf__pool_notify();
+    return f;
+}
+
+SF_EXPORT int sf_batch_wait(sf_batch *b)
+{
+    if (b == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct sf__thread *me = sf__enter();
+    if (me == NULL)
+        return -1;
+    /* A task of b running on this thread, at any depth, cannot finish
+     * before this wait returns: waiting would hang. */
+    for (struct sf__batch_frame *fr = sf__batch_frames; fr != NULL; fr = fr->next)
+        if (fr->b == b) {
+            errno = EDEADLK;
+            return -1;
+        }
+    /* Running b's pending tasks here is what makes this wait return at any
+     * SF_THREADS (1 included): like a get running its own task, it needs no
+     * worker. A task of b running elsewhere is on its runner's stack, which
+     * completes it (deadlock freedom of gets, get.c); we sleep meanwhile,
+     * woken by an add (work for us) or by the last completion. */
+    unsigned rounds = 0;
+    long nap = NAP_MIN_NS;
+    for (;;) {
+        uint64_t claimed;
+        sf_future *f = sf__batch_take_from(b, &claimed);
+        if (f != NULL) {
+            /* Past a shutdown's deadline no task starts here either
+             * (sf_shutdown_timeout; pool.h): claimed after it, so not
+             * started, and completed as cancelled. */
+            if (SF__UNLIKELY(sf__pool_past_deadline()))
+                sf__pool_shed(me, f, claimed);
+            else
+                sf__run_claimed(me, f, claimed, SF__HOW_WAIT);
+            rounds = 0;
+            nap = NAP_MIN_NS;
+            continue;
+        }
+        if (sf__batch_outstanding(b) == 0)
+            return 0;
+        if (rounds < SPIN_ROUNDS) {
+            rounds++;
+            for (int i = 0; i < 16; i++)
+                sf__pause();
+            continue;
+        }
+        sf__batch_sleep(b, nap);
+        nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
+    }
+}
+
+SF_EXPORT void sf_batch_close(sf_batch *b)
+{
+    if (b != NULL)
+        sf__batch_close(b);
+}
