@@ -1,7 +1,7 @@
 /*
  * run.c - layer 4: the out-of-line copy of sf__run (run.h) for the runners
- * that are not a get of the task's own future, and for batch tasks (with
- * their completion, sf__run_batch_done).
+ * that are not a get of the task's own future, for outermost tasks (timed),
+ * and for batch tasks (run with a frame naming their batch).
  */
 #include "run.h"
 
@@ -75,32 +75,6 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
                            : sf__run_body(me, f, claimed, how, false, NULL, batch);
     me->stack_red = UINTPTR_MAX;
     SF__ADD(me->c_busy_ns, sf__now_ns() - t0);
-    return done;
-}
-
-uint64_t sf__run_batch_done(struct sf__thread *me, sf_future *f, uint64_t done, void *r)
-{
-    /* Read before DONE: afterwards f may be recycled; the batch stays until
-     * this task is accounted for (batch.h). */
-    struct sf_batch *b = sf__batch_of(done);
-    /* Relaxed: published by the exchange below. */
-    __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
-    /* acq_rel, as in sf__run's non-inline case: the handle's holder may
-     * release f at any moment, even when a get of it runs it (other gets
-     * of the same future). */
-    uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
-    SF__ASSERT_TRANSITION(old, done);
-    if (old & SF__ORPHAN) {
-        if (SF__UNLIKELY(done & SF__FAILED))
-            sf__run_orphan_failed(me, f, done);
-        sf__future_put(&me->free, f, done);
-    } else if (atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0) {
-        /* Relaxed: as in sf__run, after the exchange (a full barrier). */
-        sf__futex_wake(sf__future_futex(f), INT_MAX);
-    }
-    /* Accounted after DONE: sf_batch_wait's return means every future of
-     * the batch reads done. */
-    sf__batch_finished(b);
     return done;
 }
 

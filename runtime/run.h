@@ -16,8 +16,8 @@
  * the asymmetric Dekker pair of platform.h: the runner's light fence (or the
  * exchange, a full barrier) here, the sleeper's heavy fence in get.c.
  *
- * A batch task (batch.h) completes out of line (sf__run_batch_done): the
- * exchange, then its batch's accounting. Batch tasks never take the
+ * A batch task (batch.h) completes by the exchange whoever runs it, then its
+ * batch's accounting. Batch tasks never take the
  * fork-join fast path (they are in no thread's queue, so sf__get's
  * sf__pending_holds test fails), so only sf__run_claimed (and
  * sf__run_outermost, where it passes the flag on) runs a batch task, and the
@@ -44,8 +44,6 @@ void *sf__run_failed(struct sf__thread *me, sf_future *f);
 void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 /* An orphan that failed: nobody can see it now, so it is reported. */
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
-/* The completion of a batch task: its result r, its DONE state `done`. */
-uint64_t sf__run_batch_done(struct sf__thread *me, sf_future *f, uint64_t done, void *r);
 
 /* sf__run of a task that no other task encloses on this thread (me->cur is
  * NULL): the same, timed into me->c_busy_ns (run.c). */
@@ -103,11 +101,16 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
         done |= now & (SF__FAILED | SF__SEEN);
         r = sf__run_failed(me, f); /* the code is in f->region already */
     }
-    if (batch)
-        return sf__run_batch_done(me, f, done, r);
+    /* Read before DONE (f may be recycled after it); the batch stays until
+     * this task is accounted for below (batch.h, Accounting). */
+    struct sf_batch *b = batch ? sf__batch_of(done) : NULL;
+    bool orphan = false;
     /* Relaxed: published by the release (or exchange) of DONE below. */
     __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
-    if (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE) {
+    /* A batch task publishes by exchange whoever runs it, as a runner
+     * other than its get does: its handle's holder may release it at any
+     * moment (a worker or a batch wait may be running it). */
+    if (!batch && (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE)) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
         /* Release: getters that load DONE (acquire) see val. */
         atomic_store_explicit(&f->state, done, memory_order_release);
@@ -124,7 +127,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
             if (SF__UNLIKELY(done & SF__FAILED))
                 sf__run_orphan_failed(me, f, done);
             sf__future_put(&me->free, f, done);
-            return done;
+            orphan = true;
         }
     }
     /* Relaxed: ordered by the fence (or the exchange, a full barrier) above
@@ -132,8 +135,12 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
      * have recycled f; then this reads another incarnation's count and at
      * worst wakes its sleepers spuriously (they recheck), which type-stable
      * memory makes safe. */
-    if (SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
+    if (!orphan && SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
         sf__futex_wake(sf__future_futex(f), INT_MAX);
+    /* Accounted after DONE: sf_batch_wait's return means every future of
+     * the batch reads done. */
+    if (batch)
+        sf__batch_finished(b);
     return done;
 }
 
