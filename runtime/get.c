@@ -453,6 +453,11 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             uint64_t run = sf__with_status(s, SF__RUNNING);
             bool mine = sf__pending_holds(&me->q, s);
             struct sf__pending *q = sf__queue_of(s);
+            /* Another thread's private task, got by its handle: its owner
+             * is asked to publish what it pushes from now on (pending.h,
+             * Handed-over futures). Acquire: as in sf__pending_claim_foreign. */
+            if (!mine && sf__tag(s) >= atomic_load_explicit(&q->pub_seq, memory_order_acquire))
+                sf__pending_ask_public(q);
             if (mine ? sf__pending_claim_own(q, f, &s, run)
                      : sf__pending_claim_foreign(q, f, &s, run)) {
                 if (mine)

@@ -70,6 +70,7 @@ int sf__pending_init(struct sf__pending *q, int id)
     atomic_init(&q->pub_seq, q->seq);
     atomic_init(&q->ring, r);
     atomic_init(&q->want, 0);
+    atomic_init(&q->push_public, 0);
     sf__gate_init(&q->gate);
     SF__OWNER_SET(q);
     return 0;

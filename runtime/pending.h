@@ -34,6 +34,18 @@
  * task's seq below some value of pub_seq knows the owner will never claim
  * that task with plain stores.
  *
+ * Handed-over futures. A get of another thread's private future by its
+ * handle (a pipeline: one thread queues blocks while it computes, another
+ * gets them) must take the gate, whose heavy fence interrupts a running
+ * owner (tens of microseconds on a VM), and the owner may never get
+ * anything, so `want` would go unheard. Such a getter sets `push_public`
+ * (sf__pending_ask_public) before it takes the gate; from then on the
+ * owner's every push publishes its queue (pub_seq = seq), so the getters of
+ * its later tasks claim them by CAS. The flag stays set for the thread's
+ * life (a pipeline keeps handing over): its own claims cost a CAS from then
+ * on instead of plain stores. Publishing is not submitting: idle workers
+ * still take only submitted tasks.
+ *
  * Submission. sub_seq is a watermark over the owner's push counter: a task
  * whose seq is below it was pushed before some sf_get of its thread, i.e.
  * was submitted, and an idle pool worker may take it once it is public
@@ -85,8 +97,11 @@ struct sf__pending {
     int id;                   /* the owner's thread id, the high bits of every tag */
     SF__OWNER_FIELD
 
-    /* Written by other threads (rarely), read by the owner at every get. */
+    /* Written by other threads (rarely), read by the owner at every get
+     * (want) and push (push_public). */
     _Alignas(64) _Atomic int want; /* a thief wants the private tasks published */
+    _Atomic int push_public;       /* a getter took a private task by its handle:
+                                    * every push publishes (Handed-over futures) */
     struct sf__gate gate;          /* foreign claims of private tasks */
 };
 
@@ -102,7 +117,12 @@ int sf__pending_init(struct sf__pending *q, int id);
 /* Frees the rings. Nobody may use q any more. */
 void sf__pending_destroy(struct sf__pending *q);
 /* The calling thread takes over q, whose owner has exited (debug check). */
-static inline void sf__pending_adopt(struct sf__pending *q) { SF__OWNER_SET(q); (void)q; }
+static inline void sf__pending_adopt(struct sf__pending *q)
+{
+    SF__OWNER_SET(q);
+    /* Relaxed: a hint (Handed-over futures); the new thread starts afresh. */
+    atomic_store_explicit(&q->push_public, 0, memory_order_relaxed);
+}
 
 /* Is s the state of a future that is pending in q? */
 static inline bool sf__pending_holds(const struct sf__pending *q, uint64_t s)
@@ -143,7 +163,26 @@ static inline bool sf__pending_push(struct sf__pending *q, sf_future *f)
     atomic_store_explicit(&r->slot[b & r->mask], f, memory_order_relaxed);
     /* Release: a scanner that loads bottom (acquire) sees the slot. */
     atomic_store_explicit(&q->bottom, b + 1, memory_order_release);
+    /* Relaxed: a hint; a push that misses a fresh request only leaves that
+     * task private, which its getter takes through the gate as before. */
+    if (SF__UNLIKELY(atomic_load_explicit(&q->push_public, memory_order_relaxed)))
+        /* Release pairs with the claimers' acquire load of pub_seq: they
+         * see the task's state stored above. q->seq only grows. */
+        atomic_store_explicit(&q->pub_seq, q->seq, memory_order_release);
     return true;
+}
+
+/*
+ * Any thread but q's owner, about to take a private task of q by its handle
+ * (not by scanning): ask the owner to push publicly from now on (Handed-over
+ * futures).
+ */
+static inline void sf__pending_ask_public(struct sf__pending *q)
+{
+    /* Relaxed: a hint the owner reads at its next push; loaded first so
+     * that getters do not keep writing the owner's line. */
+    if (!atomic_load_explicit(&q->push_public, memory_order_relaxed))
+        atomic_store_explicit(&q->push_public, 1, memory_order_relaxed);
 }
 
 /*

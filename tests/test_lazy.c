@@ -254,6 +254,64 @@ START_TEST(recycled_futures_keep_values)
 }
 END_TEST
 
+/* Counts its runs, per index. */
+#define HANDED 64
+static atomic_int runs_of[HANDED];
+static void *counted(void *arg)
+{
+    atomic_fetch_add(&runs_of[(long)arg], 1);
+    return (void *)((long)arg + 1000);
+}
+
+static sf_future *handed[HANDED];
+
+/* Another thread's gets of the main thread's futures, by handle. */
+static void *get_handed(void *arg)
+{
+    long n = (long)arg;
+    for (long i = n - 1; i >= 0; i--) /* newest first: not the queue's order */
+        if (sf_get(handed[i]) != (void *)(i + 1000))
+            return (void *)1;
+    return NULL;
+}
+
+/* A future got by its handle on another thread makes its owner push
+ * publicly from then on (pending.h, Handed-over futures): public is not
+ * submitted, so the idle worker still starts none of them; each runs once,
+ * in the getting thread, and the owner's own fork-join goes on. */
+START_TEST(handed_over_futures_stay_lazy)
+{
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    for (int i = 0; i < HANDED; i++)
+        atomic_store(&runs_of[i], 0);
+    /* The first hand-over: a private task, taken through the gate. */
+    ck_assert_ptr_nonnull(handed[0] = sf_do(counted, (void *)0L));
+    ck_assert_ptr_null(tu_run_on_thread(get_handed, (void *)1L, 0));
+    /* Pushed publicly now; nobody gets them for 50 ms. */
+    for (long i = 1; i < HANDED; i++)
+        ck_assert_ptr_nonnull(handed[i] = sf_do(counted, (void *)i));
+    tu_sleep_ms(50);
+    for (int i = 1; i < HANDED; i++)
+        ck_assert_int_eq(atomic_load(&runs_of[i]), 0);
+    sf_stats s;
+    ck_assert_int_eq(sf_stats_read(&s), 0);
+    ck_assert_uint_eq(s.run_pool, 0);
+    /* The other thread gets them all (the first again: done already). */
+    ck_assert_ptr_null(tu_run_on_thread(get_handed, (void *)(long)HANDED, 0));
+    for (int i = 0; i < HANDED; i++) {
+        ck_assert_int_eq(atomic_load(&runs_of[i]), 1);
+        ck_assert_ptr_eq(sf_get(handed[i]), (void *)(i + 1000L));
+        sf_release(handed[i]);
+    }
+    s = tu_stats_quiet();
+    ck_assert_uint_eq(s.run_pool, 0);
+    /* The owner's own tasks, public now, claimed by CAS. */
+    ck_assert_int_eq((long)tu_fib((void *)16L), tu_fib_exact(16));
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *lazy_suite(void)
 {
     Suite *s = suite_create("lazy");
@@ -267,6 +325,7 @@ static Suite *lazy_suite(void)
     tcase_add_test(tc, one_thread_runs_in_caller);
     tcase_add_test(tc, is_done_before_and_after);
     tcase_add_test(tc, recycled_futures_keep_values);
+    tcase_add_test(tc, handed_over_futures_stay_lazy);
     suite_add_tcase(s, tc);
     return s;
 }

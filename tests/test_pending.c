@@ -281,6 +281,36 @@ START_TEST(steal_flags)
 }
 END_TEST
 
+/* A getter of a private task by its handle asks for public pushes: every
+ * later push publishes the whole queue (older private tasks included), and
+ * publishing is still not submitting. */
+START_TEST(ask_public_makes_pushes_public)
+{
+    uint64_t claimed;
+    push(&fs[0]);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(0)); /* private */
+    sf__pending_ask_public(&q);
+    sf__pending_ask_public(&q); /* asking twice is asking once */
+    ck_assert_int_eq(atomic_load(&q.push_public), 1);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(0)); /* until the next push */
+    push(&fs[1]);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(2));
+    push(&fs[2]);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(3));
+    /* Public but not submitted: an idle worker's scan takes none. */
+    ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED, &claimed));
+    /* Anyone claims them by CAS, no gate needed; the owner too. */
+    ck_assert_ptr_eq(steal(0, &claimed), &fs[0]);
+    own_run(&fs[2]);
+    ck_assert_uint_eq(sf__status(st(&fs[2])), SF__RUNNING);
+    /* A thread that takes the queue over starts with private pushes. */
+    sf__pending_adopt(&q);
+    ck_assert_int_eq(atomic_load(&q.push_public), 0);
+    push(&fs[3]);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(3));
+}
+END_TEST
+
 START_TEST(has_pending_and_discard)
 {
     ck_assert(!sf__pending_has_pending(&q));
@@ -365,6 +395,7 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, submit_counts_new_tasks);
     tcase_add_test(tc, publish_and_poll);
     tcase_add_test(tc, steal_flags);
+    tcase_add_test(tc, ask_public_makes_pushes_public);
     tcase_add_test(tc, has_pending_and_discard);
     tcase_add_test(tc, owner_and_foreign_claim_race);
     suite_add_tcase(s, tc);

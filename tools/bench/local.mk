@@ -5,8 +5,8 @@
 # (CFLAGS; tools/bench/run wants an optimised build and says so otherwise);
 # libsf is linked statically, as the peers' headers-and-runtime are.
 
-bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf
-EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf \
+bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf tools/bench/xget_sf
+EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf tools/bench/xget_sf \
 	tools/bench/bench_tbb tools/bench/bench_gomp
 
 tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h \
@@ -20,6 +20,10 @@ tools_bench_bench_sf_LDFLAGS = -static
 tools_bench_mem_sf_SOURCES = tools/bench/src/mem_sf.c tools/bench/src/common.h
 tools_bench_mem_sf_LDADD = libsf.la
 tools_bench_mem_sf_LDFLAGS = -static
+
+tools_bench_xget_sf_SOURCES = tools/bench/src/xget_sf.c tools/bench/src/common.h
+tools_bench_xget_sf_LDADD = libsf.la
+tools_bench_xget_sf_LDFLAGS = -static
 
 tools_bench_bench_tbb_SOURCES = tools/bench/src/bench_tbb.cpp tools/bench/src/common.h \
 	tools/bench/src/classic.h

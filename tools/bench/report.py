@@ -286,6 +286,21 @@ def main():
         meta.get("mem_error", "libsf not built")))
     P("")
 
+    # Cross-thread gets.
+    xb, xa = meta.get("xget_busy_median_us"), meta.get("xget_asleep_median_us")
+    if xb or xa:
+        P("Cross-thread get (tools/bench/src/xget_sf.c, SF_THREADS=2): a thread gets a future "
+          "another thread queued and never got, while that thread computes or sleeps; the get "
+          "alone is timed, its task returns at once. Median / p90 of %s gets:" %
+          meta.get("xget_busy_rounds", "?"))
+        P("")
+        P("| owner | median us | p90 us |")
+        P("|---|---:|---:|")
+        for owner in ("busy", "asleep"):
+            P("| %s | %s | %s |" % (owner, meta.get("xget_%s_median_us" % owner, "-"),
+                                     meta.get("xget_%s_p90_us" % owner, "-")))
+        P("")
+
     # Failures.
     fails = [(k, c) for k, c in sorted(cells.items()) if c.bad]
     if fails:
@@ -434,6 +449,12 @@ def main():
         goal("<= 64 bytes per pending future", float(mem_b) <= 64, "%s bytes" % mem_b)
     else:
         goal("<= 64 bytes per pending future", None, "not measured")
+    # cross-thread get with the owner busy.
+    xb = meta.get("xget_busy_median_us")
+    if xb:
+        goal("cross-thread get, owner busy: <= 1 us", float(xb) <= 1.0, "median %s us" % xb)
+    else:
+        goal("cross-thread get, owner busy: <= 1 us", None, "not measured")
     # peak RSS vs sequential.
     for w in workloads:
         srss = seq_rss(w)

@@ -1,0 +1,144 @@
+/*
+ * xget_sf.c - the latency of a cross-thread get in libsf: one thread queues
+ * a task and goes on computing (or sleeps), another gets the task's future.
+ *
+ *     xget_sf [rounds=2000] [threads=2] [owner=busy|asleep]
+ *
+ * The producer (a thread of the program) makes a trivial task with sf_do(),
+ * hands the future to the consumer through an atomic slot and then, as a
+ * pipeline stage that queues a block and computes the next, spins on plain
+ * arithmetic (owner=busy) or sleeps in nanosleep (owner=asleep) until the
+ * consumer is done with it. The producer never gets anything, so the task
+ * is never submitted: nothing but the consumer's get can run it (the pool
+ * stays out of it: laziness). The consumer (another thread of the program)
+ * times sf_get() alone, from its call to its return; the task returns its
+ * argument at once, so the time is the cost of claiming a task another
+ * thread queued, not of running it. The first 10% of the rounds are warm-up
+ * and not counted.
+ *
+ * Prints: XGET<TAB>owner=busy<TAB>rounds=N<TAB>median_us=..<TAB>p90_us=..
+ *         <TAB>min_us=..<TAB>max_us=..
+ * and exits 2 if a get returned a wrong value.
+ */
+#include "common.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "sf.h"
+
+static void *identity(void *arg) { return arg; }
+
+static _Atomic(sf_future *) slot; /* producer -> consumer */
+static atomic_int consumed;       /* consumer -> producer: rounds done */
+static long rounds = 2000;
+static int owner_busy = 1;
+static double *lat_us;
+static int wrong;
+
+static void *producer(void *arg)
+{
+    (void)arg;
+    volatile uint64_t sink = 0;
+    for (long i = 0; i < rounds; i++) {
+        sf_future *f = sf_do(identity, (void *)(intptr_t)(i + 1));
+        if (f == NULL) {
+            fprintf(stderr, "xget_sf: sf_do: %s\n", strerror(errno));
+            exit(3);
+        }
+        atomic_store_explicit(&slot, f, memory_order_release);
+        /* Busy: a stage computing its next block, no libsf call meanwhile. */
+        while (atomic_load_explicit(&consumed, memory_order_acquire) <= i) {
+            if (owner_busy) {
+                sink = bench_spin(sink, 200);
+            } else {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < rounds; i++) {
+        sf_future *f;
+        while ((f = atomic_exchange_explicit(&slot, NULL, memory_order_acquire)) == NULL)
+            ;
+        /* Let the producer get into its computing (or its sleep). */
+        double until = bench_now() + 20e-6;
+        while (bench_now() < until)
+            ;
+        double t0 = bench_now();
+        void *v = sf_get(f);
+        double t1 = bench_now();
+        if (v != (void *)(intptr_t)(i + 1))
+            wrong++;
+        sf_release(f);
+        lat_us[i] = (t1 - t0) * 1e6;
+        atomic_store_explicit(&consumed, (int)(i + 1), memory_order_release);
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 2;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "rounds=", 7) == 0)
+            rounds = atol(argv[i] + 7);
+        else if (strncmp(argv[i], "threads=", 8) == 0)
+            threads = atoi(argv[i] + 8);
+        else if (strcmp(argv[i], "owner=busy") == 0)
+            owner_busy = 1;
+        else if (strcmp(argv[i], "owner=asleep") == 0)
+            owner_busy = 0;
+        else {
+            fprintf(stderr, "usage: %s [rounds=N] [threads=N] [owner=busy|asleep]\n", argv[0]);
+            return 64;
+        }
+    }
+    if (rounds < 10 || threads < 1)
+        return 64;
+    sf_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.threads = threads;
+    cfg.trace = SF_TRACE_OFF;
+    if (sf_init(&cfg) != 0) {
+        fprintf(stderr, "xget_sf: sf_init: %s\n", strerror(errno));
+        return 3;
+    }
+    lat_us = calloc((size_t)rounds, sizeof *lat_us);
+    if (lat_us == NULL)
+        return 3;
+    pthread_t p, c;
+    if (pthread_create(&c, NULL, consumer, NULL) != 0 ||
+        pthread_create(&p, NULL, producer, NULL) != 0) {
+        fprintf(stderr, "xget_sf: pthread_create failed\n");
+        return 3;
+    }
+    pthread_join(p, NULL);
+    pthread_join(c, NULL);
+    long skip = rounds / 10, n = rounds - skip;
+    qsort(lat_us + skip, (size_t)n, sizeof *lat_us, cmp_double);
+    const double *s = lat_us + skip;
+    printf("XGET\towner=%s\trounds=%ld\tmedian_us=%.3f\tp90_us=%.3f\tmin_us=%.3f\tmax_us=%.3f\n",
+           owner_busy ? "busy" : "asleep", n, s[n / 2], s[n * 9 / 10], s[0], s[n - 1]);
+    fflush(stdout);
+    free(lat_us);
+    sf_shutdown();
+    if (wrong) {
+        fprintf(stderr, "xget_sf: %d gets returned a wrong value\n", wrong);
+        return 2;
+    }
+    return 0;
+}
