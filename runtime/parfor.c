@@ -287,7 +287,8 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return -1;
-    int threads = sf__pool.workers + 1;
+    /* Relaxed: a stale count only shapes the split (pool.h). */
+    int threads = atomic_load_explicit(&sf__pool.workers, memory_order_relaxed) + 1;
     if (grain == 0) { /* about 1/64 of a participant's share */
         grain = n / ((unsigned long)threads * 64);
         if (grain == 0)

@@ -199,7 +199,8 @@ static void *worker_main(void *arg)
 
 bool sf__pool_drain(void)
 {
-    if (sf__pool.workers == 0)
+    /* Relaxed: the stopping thread started the pool (pool.h). */
+    if (atomic_load_explicit(&sf__pool.workers, memory_order_relaxed) == 0)
         return false;
     atomic_store_explicit(&sf__pool.draining, 1, memory_order_relaxed);
     /* Relaxed: the futex wake orders nothing; woken workers rescan. */
@@ -254,7 +255,8 @@ void sf__pool_configure(int workers, size_t stack_size)
 
 int sf__pool_start(int workers, int *err)
 {
-    sf__pool.workers = 0;
+    /* Relaxed: see pool.h. */
+    atomic_store_explicit(&sf__pool.workers, 0, memory_order_relaxed);
     sf__pool.nstarted = 0;
     *err = 0;
     /* Relaxed: no worker exists yet; pthread_create publishes these. */
@@ -292,8 +294,10 @@ int sf__pool_start(int workers, int *err)
     int lost = atomic_load_explicit(&sf__pool.unregistered, memory_order_relaxed);
     if (lost > 0 && *err == 0)
         *err = ENOMEM;
-    sf__pool.workers = sf__pool.nstarted - lost;
-    return sf__pool.workers;
+    int running = sf__pool.nstarted - lost;
+    /* Relaxed: see pool.h. */
+    atomic_store_explicit(&sf__pool.workers, running, memory_order_relaxed);
+    return running;
 }
 
 void sf__pool_after_fork(void)
@@ -301,7 +305,7 @@ void sf__pool_after_fork(void)
     /* The parent's tids array leaks in the child: it is the parent's. */
     sf__pool.tids = NULL;
     sf__pool.nstarted = 0;
-    sf__pool.workers = 0;
+    atomic_store_explicit(&sf__pool.workers, 0, memory_order_relaxed);
 }
 
 void sf__pool_stop(void)

@@ -25,7 +25,12 @@ struct sf__pool {
     _Atomic long shed;                       /* tasks discarded past it (sf__pool_shed) */
     _Atomic int started, unregistered;       /* workers past registration, and
                                               * those of them it failed (pool.c) */
-    int workers, nstarted;
+    /* Workers running. Written at start (under the lifecycle lock, after
+     * the runtime is UP, since workers register) and in a forked child;
+     * read by any thread, relaxed: a stale count (0 while a start is under
+     * way) only shapes a parallel loop's split or a statistic. */
+    _Atomic int workers;
+    int nstarted;
     size_t stack_size;                       /* of workers, and of fresh stacks (get.c) */
     pthread_t *tids;
 };

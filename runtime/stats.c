@@ -60,7 +60,7 @@ static bool has_row(const sf_thread_stats *r)
 void sf__stats_sum(sf_stats *out)
 {
     memset(out, 0, sizeof *out);
-    out->workers = sf__pool.workers;
+    out->workers = LOAD(sf__pool.workers);
     out->peak_busy = LOAD(sf__pool.peak_busy);
     for (int i = 0, n = sf__registry_count(); i < n; i++) {
         struct sf__thread *t = sf__registry_get(i);
@@ -137,7 +137,7 @@ void sf__stats_print(int threads)
     tot.avg_task_ns = tot.executed != 0 ? tot.busy_ns / tot.executed : 0;
     fprintf(o, "libsf stats: %d thread%s (%d pool worker%s), %llu tasks created, %llu run, "
                "%llu discarded, %llu cancelled\n",
-            threads, threads == 1 ? "" : "s", sf__pool.workers, sf__pool.workers == 1 ? "" : "s",
+            threads, threads == 1 ? "" : "s", LOAD(sf__pool.workers), LOAD(sf__pool.workers) == 1 ? "" : "s",
             (unsigned long long)tot.created, (unsigned long long)tot.executed,
             (unsigned long long)tot.discarded, (unsigned long long)tot.cancelled);
     fprintf(o, "%6s %-6s %10s %10s %10s %10s %8s %10s %10s %7s %7s %10s %9s\n", "thread",
