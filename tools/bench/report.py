@@ -354,10 +354,10 @@ def main():
     a, s = sf("fib", 1), seq_time("fib")
     c = cells.get(("fib", 1, "libsf"))
     if missing(a, s) or not c or not c.tasks():
-        goal("fib @1: libsf <= 10 ns/task over sequential", None, "not measured")
+        goal("fib @1: libsf <= 4 ns/task over sequential", None, "not measured")
     else:
         ns = (a - s) / c.tasks() * 1e9
-        goal("fib @1: libsf <= 10 ns/task over sequential", ns <= 10,
+        goal("fib @1: libsf <= 4 ns/task over sequential", ns <= 4,
              "(%s s - %s s) / %d tasks = %.1f ns" % (fmt_s(a), fmt_s(s), c.tasks(), ns))
     # nqueens and throughput at 2 threads vs oneTBB.
     for w in ("nqueens", "tput-a", "tput-b"):
