@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHAIN_DEPTH 10000L
