@@ -38,11 +38,14 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int usage(void)
+/* -h: to stdout, status 0; a bad command line: to stderr, status 2. */
+static int usage_to(FILE *out, int status)
 {
-    fprintf(stderr, "granular: usage: granular [-s SECONDS] [-r SEED] [-o OUT.wav] [-q]\n");
-    return 2;
+    fprintf(out, "granular: usage: granular [-s SECONDS] [-r SEED] [-o OUT.wav] [-q]\n");
+    return status;
 }
+
+static int usage(void) { return usage_to(stderr, 2); }
 
 int main(int argc, char **argv)
 {
@@ -51,7 +54,7 @@ int main(int argc, char **argv)
     const char *path = "granular.wav";
     int quiet = 0, opt;
     char *end;
-    while ((opt = getopt(argc, argv, "s:r:o:q")) != -1) {
+    while ((opt = getopt(argc, argv, "s:r:o:qh")) != -1) {
         switch (opt) {
         case 's':
             errno = 0;
@@ -67,6 +70,7 @@ int main(int argc, char **argv)
             break;
         case 'o': path = optarg; break;
         case 'q': quiet = 1; break;
+        case 'h': return usage_to(stdout, 0);
         default: return usage();
         }
     }

@@ -71,12 +71,15 @@ static uint64_t fnv(const void *p, size_t n)
     return h;
 }
 
-static int usage(void)
+/* -h: to stdout, status 0; a bad command line: to stderr, status 2. */
+static int usage_to(FILE *out, int status)
 {
-    fprintf(stderr, "reverb: usage: reverb [-s SECONDS] [-i IR_SECONDS] [-b BLOCK] [-w WINDOW] [-c] [-q] [-v] "
+    fprintf(out, "reverb: usage: reverb [-s SECONDS] [-i IR_SECONDS] [-b BLOCK] [-w WINDOW] [-c] [-q] [-v] "
                     "[-o OUT.wav]\n");
-    return 2;
+    return status;
 }
+
+static int usage(void) { return usage_to(stderr, 2); }
 
 static int parse_seconds(const char *s, double max, double *out)
 {
@@ -96,7 +99,7 @@ int main(int argc, char **argv)
     int check = 0, quiet = 0, verbose = 0, window = 0;
     const char *wav = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "s:i:b:w:cqvo:")) != -1) {
+    while ((opt = getopt(argc, argv, "s:i:b:w:cqvo:h")) != -1) {
         switch (opt) {
         case 's':
             if (parse_seconds(optarg, 3600, &seconds) != 0)
@@ -126,6 +129,7 @@ int main(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'o': wav = optarg; break;
+        case 'h': return usage_to(stdout, 0);
         default: return usage();
         }
     }

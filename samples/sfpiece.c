@@ -48,12 +48,15 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int usage(void)
+/* -h: to stdout, status 0; a bad command line: to stderr, status 2. */
+static int usage_to(FILE *out, int status)
 {
-    fprintf(stderr, "sfpiece: usage: sfpiece [-s SECONDS] [-r SEED] [-i IR_SECONDS] [-o OUT.wav] "
+    fprintf(out, "sfpiece: usage: sfpiece [-s SECONDS] [-r SEED] [-i IR_SECONDS] [-o OUT.wav] "
                     "[-q]\n");
-    return 2;
+    return status;
 }
+
+static int usage(void) { return usage_to(stderr, 2); }
 
 /* The reverb's input: block k is the synthesis of frames [k B, (k + 1) B). */
 static sf_future *piece_block(void *ctx, size_t k, size_t frames)
@@ -107,7 +110,7 @@ int main(int argc, char **argv)
     const char *path = "sfpiece.wav";
     int quiet = 0, opt;
     char *end;
-    while ((opt = getopt(argc, argv, "s:r:i:o:q")) != -1) {
+    while ((opt = getopt(argc, argv, "s:r:i:o:qh")) != -1) {
         switch (opt) {
         case 's':
             if (parse(optarg, 3600, &seconds) != 0)
@@ -125,6 +128,7 @@ int main(int argc, char **argv)
             break;
         case 'o': path = optarg; break;
         case 'q': quiet = 1; break;
+        case 'h': return usage_to(stdout, 0);
         default: return usage();
         }
     }

@@ -97,7 +97,7 @@ soxinfo() {
 have_sox=no
 command -v sox >/dev/null 2>&1 && have_sox=yes
 
-echo "1..17"
+echo "1..18"
 
 # granular: 2 s, seed 7, at 1, 2 and 4 threads.
 frames=88200
@@ -180,4 +180,11 @@ point $? "sfpiece: an output path that cannot be created fails with its name (ex
 "$granular" -s 1 -o "$tmp/no/such/dir.wav" >/dev/null 2>"$tmp/why"
 [ $? = 1 ] && grep -q "^granular: $tmp/no/such/dir.wav: No such file or directory" "$tmp/why"
 point $? "granular: an output path that cannot be created fails with its name (exit 1)" "$tmp/why"
+bad=0
+for prog in "$granular" "$sfpiece" "$reverb"; do
+    name=${prog##*/}
+    "$prog" -h >"$tmp/help" 2>"$tmp/why"
+    [ $? = 0 ] && grep -q "^$name: usage: $name " "$tmp/help" && [ ! -s "$tmp/why" ] || bad=1
+done
+point $bad "granular, sfpiece, reverb -h: the usage line on stdout, exit 0" "$tmp/why"
 exit 0
