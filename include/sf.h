@@ -359,6 +359,17 @@ SF_EXPORT void sf_release(sf_future *f);
  * (nested loops), and with sf_do()/sf_get() inside the body. Participants are
  * tasks made by the caller, so they count in sf_stats and show in the trace.
  *
+ * A loop is isolated as a whole: while it runs, its calling thread and its
+ * participants help (in their blocked gets) only with the loop's own work -
+ * the participants and the tasks bodies make - and a get elsewhere never
+ * runs that work while it waits; idle pool workers take it as usual. So a
+ * body may sf_get() a future made outside the loop (by the caller before
+ * the loop, by another thread): no helping thread stacks loop work above
+ * the task a body waits for, which is what would otherwise let such gets
+ * close a cycle (see "When things go wrong"). Tested with every index
+ * getting a future the caller queued, plain and isolated gets, at
+ * SF_THREADS 1, 2 and 4.
+ *
  * The body reports errors through ctx: sf_for has no failure channel of its
  * own, and a body that calls sf_fail() fails whichever task it happens to
  * run in. Every index may run on any thread, in any order; the indices of a

@@ -319,18 +319,33 @@ static bool stack_exhausted(const struct sf__thread *me)
  * task already runs elsewhere helps with that task's region if it has one,
  * else it waits without helping. Waiting without helping never costs
  * deadlock freedom, which rests on step 3 alone (top comment).
+ *
+ * Closed regions (future.h). A parallel loop (parfor.c) runs in a region of
+ * its own with the closed bit: its caller and its participants help only
+ * with the loop's work, and a thread outside it - a get in no region
+ * included - never runs a participant or anything a body made while it
+ * waits; only idle workers (and the loop's own threads) take them. So no
+ * unrelated wait ever sits below loop work on a thread's stack, and a body
+ * that gets a future made outside the loop (handed over) cannot close a
+ * help-first cycle through the loop: the handed task's runner never has a
+ * participant above it, and the loop's threads never run a handed task as
+ * help (tests/test_combined).
  */
 static _Atomic uint32_t last_region;
 
 static uint32_t new_region(void)
 {
-    /* Relaxed: only uniqueness matters. 0 means "none": skipped on wrap. */
+    /* Relaxed: only uniqueness matters. 0 means "none", and the closed bit
+     * is the caller's to add (future.h): both skipped on wrap. */
     uint32_t r;
     do
-        r = atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1;
-    while (r == 0);
+        r = (atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1) &
+            ~SF__REGION_CLOSED;
+    while (r == 0 || r == ~SF__REGION_CLOSED);
     return r;
 }
+
+uint32_t sf__region_new_closed(void) { return new_region() | SF__REGION_CLOSED; }
 
 /* Runs one pending task other than the awaited one, of `region` if not 0.
  * force: after spinning in vain, take other threads' private tasks too

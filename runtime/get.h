@@ -13,6 +13,8 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);
 /* A get's end on f, DONE with FAILED: marks the failure seen and returns
  * NULL with errno set to its code. */
 void *sf__get_failed(sf_future *f);
+/* A new closed region (future.h; Isolation in get.c): a parallel loop's. */
+uint32_t sf__region_new_closed(void);
 
 /*
  * At every get: publishes the caller's pending tasks if a thief asked, submits

@@ -204,9 +204,9 @@ struct sf__thread *sf__enter_slow(void)
  */
 static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
 {
-    sf_future *f = sf__pending_pop(&me->q, 0, claimed);
+    sf_future *f = sf__pending_pop(&me->q, SF__REGION_ANY, claimed);
     for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
-        f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, 0, UINT64_MAX,
+        f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, SF__REGION_ANY, UINT64_MAX,
                               claimed);
     if (f == NULL)
         f = sf__batch_take(claimed);

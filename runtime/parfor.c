@@ -327,6 +327,12 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
         p->k = k;
         at = end;
     }
+    /* The loop's own closed region (get.c, Isolation): its participants
+     * and whatever bodies make are stamped with it (sf_do), this thread
+     * helps only with them until the loop ends, and helpers outside the
+     * loop never take them. */
+    uint32_t outer_region = me->region;
+    me->region = sf__region_new_closed();
     int made = 0;
     while (made < parts - 1 &&
            (L->part[made + 1].task = sf_do(participant_task, &L->part[made + 1])) != NULL)
@@ -359,6 +365,7 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
             loop_unref(L);
         sf_release(f);
     }
+    me->region = outer_region;
     loop_unref(L);
     if (err != 0) {
         errno = err;

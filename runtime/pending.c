@@ -137,9 +137,10 @@ bool sf__pending_grow(struct sf__pending *q)
     return true;
 }
 
-/* Owner: claim its newest pending task (helping while a get waits), if it
- * belongs to `region` (0: any). Tasks of a region are the newest while its
- * task runs here, so a newest one outside it means none is left. */
+/* Owner: claim its newest pending task (helping while a get waits), if
+ * `region` admits it (future.h, sf__region_admits). Tasks of a region are
+ * the newest while its task runs here, so a newest one outside it means
+ * none is left. */
 sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed)
 {
     SF__OWNER_CHECK(q, "popping a pending queue");
@@ -153,7 +154,8 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
         uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
         if (sf__pending_holds(q, s)) {
             /* Relaxed: our own store at sf_do, as the state says. */
-            if (region != 0 && atomic_load_explicit(&f->region, memory_order_relaxed) != region)
+            if (region != SF__REGION_ANY &&
+                !sf__region_admits(region, atomic_load_explicit(&f->region, memory_order_relaxed)))
                 return NULL;
             if (!sf__pending_claim_own(q, f, &s, sf__with_status(s, SF__RUNNING)))
                 continue; /* claimed or released meanwhile: look again */
@@ -168,8 +170,8 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
 }
 
 /*
- * Any thread but the owner: claim the oldest task of q that `flags` allow,
- * of `region` (0: any), looking at most `limit` slots from the top. Asks the
+ * Any thread but the owner: claim the oldest task of q that `flags` allow
+ * and `region` admits (future.h), looking at most `limit` slots from the top. Asks the
  * owner to publish (`want`) when it saw only private tasks.
  */
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
@@ -200,14 +202,14 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
         uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
         if (!sf__pending_holds(q, s) || sf__tag(s) >= sub)
             continue;
-        if (region != 0) {
+        if (region != SF__REGION_ANY) {
             /* Acquire: pairs with the push's release of this state, after
              * which the maker's region is visible. A region read from a
              * later incarnation comes with a state change that fails the
              * claim below. */
             s = atomic_load_explicit(&f->state, memory_order_acquire);
             if (!sf__pending_holds(q, s) || sf__tag(s) >= sub ||
-                atomic_load_explicit(&f->region, memory_order_relaxed) != region)
+                !sf__region_admits(region, atomic_load_explicit(&f->region, memory_order_relaxed)))
                 continue;
         }
         uint64_t run = sf__with_status(s, SF__RUNNING);

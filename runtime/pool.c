@@ -59,7 +59,9 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
          k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
-        sf_future *f = sf__pending_steal(&v->q, flags, 0, TAKE_SCAN, claimed);
+        /* Any region: an idle worker has no frame for a closed region's
+         * work to depend on (future.h). */
+        sf_future *f = sf__pending_steal(&v->q, flags, SF__REGION_ANY, TAKE_SCAN, claimed);
         if (f != NULL) {
             *from = v->id;
             return f;

@@ -27,6 +27,7 @@ check_PROGRAMS += tests/test_cancel
 check_PROGRAMS += tests/test_deadlock
 check_PROGRAMS += tests/test_faults
 check_PROGRAMS += tests/test_for
+check_PROGRAMS += tests/test_combined
 check_PROGRAMS += tests/test_pool
 check_PROGRAMS += tests/test_stats
 check_PROGRAMS += tests/test_shutdown_timeout
@@ -53,6 +54,7 @@ TESTS += tests/test_cancel
 TESTS += tests/test_deadlock
 TESTS += tests/test_faults
 TESTS += tests/test_for
+TESTS += tests/test_combined
 TESTS += tests/test_pool
 TESTS += tests/test_stats
 TESTS += tests/test_shutdown_timeout
@@ -69,6 +71,11 @@ tests_test_isolated_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_for_SOURCES = tests/test_for.c tests/testutil.c tests/testutil.h
 tests_test_for_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_for_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# Loops, batches, hand-overs and many threads together, checked exactly.
+tests_test_combined_SOURCES = tests/test_combined.c tests/testutil.c tests/testutil.h
+tests_test_combined_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_combined_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 tests_test_pool_SOURCES = tests/test_pool.c tests/testutil.c tests/testutil.h
 tests_test_pool_LDADD = libsf.la $(CHECK_LIBS)
