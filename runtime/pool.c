@@ -201,7 +201,8 @@ static void *worker_main(void *arg)
 
 bool sf__pool_drain(void)
 {
-    /* Relaxed: the stopping thread started the pool (pool.h). */
+    /* Relaxed: written under the lifecycle lock, which the stopping thread
+     * took (after the start) to enter STOPPING (pool.h). */
     if (atomic_load_explicit(&sf__pool.workers, memory_order_relaxed) == 0)
         return false;
     atomic_store_explicit(&sf__pool.draining, 1, memory_order_relaxed);
