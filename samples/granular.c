@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audio/args.h"
 #include "audio/granular.h"
 #include "audio/wav.h"
 #include "sf.h"
@@ -53,19 +54,14 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     const char *path = "granular.wav";
     int quiet = 0, opt;
-    char *end;
     while ((opt = getopt(argc, argv, "s:r:o:qh")) != -1) {
         switch (opt) {
         case 's':
-            errno = 0;
-            seconds = strtod(optarg, &end);
-            if (errno != 0 || end == optarg || *end != '\0' || !(seconds > 0) || seconds > 3600)
+            if (arg_seconds(optarg, 3600, &seconds) != 0)
                 return usage();
             break;
         case 'r':
-            errno = 0;
-            seed = strtoull(optarg, &end, 10);
-            if (errno != 0 || end == optarg || *end != '\0' || optarg[0] == '-')
+            if (arg_seed(optarg, &seed) != 0)
                 return usage();
             break;
         case 'o': path = optarg; break;

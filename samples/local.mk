@@ -39,13 +39,13 @@ samples_audio_libsfaudio_la_SOURCES = \
 samples_audio_libsfaudio_la_LIBADD = libsf.la -lm
 
 noinst_PROGRAMS += samples/reverb samples/granular samples/sfpiece
-samples_sfpiece_SOURCES = samples/sfpiece.c
+samples_sfpiece_SOURCES = samples/sfpiece.c samples/audio/args.h
 samples_sfpiece_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_sfpiece_LDADD = samples/audio/libsfaudio.la
-samples_granular_SOURCES = samples/granular.c
+samples_granular_SOURCES = samples/granular.c samples/audio/args.h
 samples_granular_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_granular_LDADD = samples/audio/libsfaudio.la
-samples_reverb_SOURCES = samples/reverb.c
+samples_reverb_SOURCES = samples/reverb.c samples/audio/args.h
 samples_reverb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_reverb_LDADD = samples/audio/libsfaudio.la
 
@@ -53,7 +53,7 @@ samples_reverb_LDADD = samples/audio/libsfaudio.la
 # DFT; TAP from the program itself.
 check_PROGRAMS += samples/audio/test_fft
 TESTS += samples/audio/test_fft
-samples_audio_test_fft_SOURCES = samples/audio/test_fft.c
+samples_audio_test_fft_SOURCES = samples/audio/test_fft.c samples/audio/tap.h
 samples_audio_test_fft_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW_CFLAGS)
 samples_audio_test_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_LIBS)
 
@@ -61,13 +61,13 @@ samples_audio_test_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_LIBS)
 # loop at 1, 2 and 4 threads; failures.
 check_PROGRAMS += samples/audio/test_reverb
 TESTS += samples/audio/test_reverb
-samples_audio_test_reverb_SOURCES = samples/audio/test_reverb.c
+samples_audio_test_reverb_SOURCES = samples/audio/test_reverb.c samples/audio/tap.h
 samples_audio_test_reverb_LDADD = samples/audio/libsfaudio.la
 
 # The synthesis: whole == in stretches, bit-identical at 1, 2, 4 threads.
 check_PROGRAMS += samples/audio/test_granular
 TESTS += samples/audio/test_granular
-samples_audio_test_granular_SOURCES = samples/audio/test_granular.c
+samples_audio_test_granular_SOURCES = samples/audio/test_granular.c samples/audio/tap.h
 samples_audio_test_granular_LDADD = samples/audio/libsfaudio.la
 
 # The granular WAV (byte-identical at 1, 2, 4 threads, header fields, sox

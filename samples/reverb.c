@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audio/args.h"
 #include "audio/reverb.h"
 #include "audio/wav.h"
 #include "sf.h"
@@ -81,17 +82,6 @@ static int usage_to(FILE *out, int status)
 
 static int usage(void) { return usage_to(stderr, 2); }
 
-static int parse_seconds(const char *s, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     double seconds = 60, ir_seconds = 3;
@@ -102,11 +92,11 @@ int main(int argc, char **argv)
     while ((opt = getopt(argc, argv, "s:i:b:w:cqvo:h")) != -1) {
         switch (opt) {
         case 's':
-            if (parse_seconds(optarg, 3600, &seconds) != 0)
+            if (arg_seconds(optarg, 3600, &seconds) != 0)
                 return usage();
             break;
         case 'i':
-            if (parse_seconds(optarg, 60, &ir_seconds) != 0)
+            if (arg_seconds(optarg, 60, &ir_seconds) != 0)
                 return usage();
             break;
         case 'b': {

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audio/args.h"
 #include "audio/granular.h"
 #include "audio/reverb.h"
 #include "audio/wav.h"
@@ -92,38 +93,24 @@ static void progress(size_t done, size_t total)
         fprintf(stderr, "\r             \r");
 }
 
-static int parse(const char *s, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     double seconds = 15, ir_seconds = 2.5;
     uint64_t seed = 1;
     const char *path = "sfpiece.wav";
     int quiet = 0, opt;
-    char *end;
     while ((opt = getopt(argc, argv, "s:r:i:o:qh")) != -1) {
         switch (opt) {
         case 's':
-            if (parse(optarg, 3600, &seconds) != 0)
+            if (arg_seconds(optarg, 3600, &seconds) != 0)
                 return usage();
             break;
         case 'i':
-            if (parse(optarg, 30, &ir_seconds) != 0)
+            if (arg_seconds(optarg, 30, &ir_seconds) != 0)
                 return usage();
             break;
         case 'r':
-            errno = 0;
-            seed = strtoull(optarg, &end, 10);
-            if (errno != 0 || end == optarg || *end != '\0' || optarg[0] == '-')
+            if (arg_seed(optarg, &seed) != 0)
                 return usage();
             break;
         case 'o': path = optarg; break;

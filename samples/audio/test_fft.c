@@ -28,6 +28,7 @@
 
 #include "fft.h"
 #include "sf.h"
+#include "tap.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define MAX_LOG2 14
@@ -36,24 +37,6 @@
 #endif
 #define MIN_LOG2 10
 #define TOLERANCE 1e-12
-
-static int test_no;
-static int failures;
-
-static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", ok ? "ok" : "not ok", ++test_no);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    if (!ok)
-        failures++;
-}
 
 static void noise(fft_cplx *x, size_t n, uint64_t seed)
 {
@@ -76,15 +59,6 @@ static double rel_rms(const fft_cplx *a, const fft_cplx *b, size_t n)
         den += (long double)creal(b[i]) * creal(b[i]) + (long double)cimag(b[i]) * cimag(b[i]);
     }
     return den > 0 ? (double)sqrtl(num / den) : (double)sqrtl(num);
-}
-
-static void start(int threads)
-{
-    sf_config cfg = {.threads = threads};
-    if (sf_init(&cfg) != 0) {
-        printf("Bail out! sf_init(threads=%d): %s\n", threads, strerror(errno));
-        exit(1);
-    }
 }
 
 /* Our transforms at one thread count against FFTW (or SKIP), and against the

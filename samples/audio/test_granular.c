@@ -18,6 +18,7 @@
 
 #include "granular.h"
 #include "sf.h"
+#include "tap.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SECONDS 1.0
@@ -25,31 +26,6 @@
 #define SECONDS 4.0
 #endif
 #define STRETCH 4096
-
-static int test_no, failures;
-
-static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", ok ? "ok" : "not ok", ++test_no);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    if (!ok)
-        failures++;
-}
-
-static void start(int threads)
-{
-    sf_config cfg = {.threads = threads};
-    if (sf_init(&cfg) != 0) {
-        printf("Bail out! sf_init(threads=%d): %s\n", threads, strerror(errno));
-        exit(1);
-    }
-}
 
 static double *get(sf_future *f)
 {

@@ -21,6 +21,7 @@
 
 #include "reverb.h"
 #include "sf.h"
+#include "tap.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define LONG_SECONDS 2.0
@@ -30,31 +31,6 @@
 #define LONG_IR 1.0
 #endif
 #define TOLERANCE 1e-12
-
-static int test_no, failures;
-
-static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", ok ? "ok" : "not ok", ++test_no);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    if (!ok)
-        failures++;
-}
-
-static void start(int threads)
-{
-    sf_config cfg = {.threads = threads};
-    if (sf_init(&cfg) != 0) {
-        printf("Bail out! sf_init(threads=%d): %s\n", threads, strerror(errno));
-        exit(1);
-    }
-}
 
 static void *xmalloc(size_t n)
 {
