@@ -31,10 +31,23 @@
  *   DONE|FAILED -> +SEEN       a getter saw the failure
  *   DONE -> FREE               sf_release after completion
  *   RUNNING|ORPHAN -> FREE     completion of an orphan: the runner frees it
+ *   PENDING -> MOVED           a task in caller storage promoted (below)
+ *   MOVED -> DONE[|FAILED|SEEN] its getter copied the slab future's end back
  * (CANCEL and ORPHAN combine; the runner's completion drops both.)
  *
  * While RUNNING, val holds the runner's struct sf__thread (run.h), which is
  * how a getter about to sleep follows a chain of waits (get.c, Deadlock).
+ *
+ * Tasks in caller storage (sf_task, task.c). A future may also live in
+ * memory the caller owns - a frame of its stack - that stops being a future
+ * when the caller's get returns. Such a local future is not type-stable, so
+ * it must never be read by any thread but the one that made it: its queue
+ * slot carries a mark that every other thread's scan skips (pending.h,
+ * Local futures), it is got only by its maker, and nobody waits on it. To
+ * let others run its task, its owner promotes it: copies the task into a
+ * slab future with the same tag, puts that one in the slot, and marks the
+ * local one MOVED, its val naming the slab future. A MOVED future's getter
+ * gets the slab future instead and copies its end back.
  */
 #ifndef SF_FUTURE_H
 #define SF_FUTURE_H
@@ -51,7 +64,9 @@ enum sf__status {
     SF__FREE = 0,
     SF__PENDING = 1,
     SF__RUNNING = 2,
-    SF__DONE = 3
+    SF__DONE = 3,
+    SF__MOVED = 4 /* a task in caller storage whose task moved to a slab future
+                   * (val); below, Tasks in caller storage */
 };
 #define SF__STATUS_MASK UINT64_C(7)
 #define SF__ORPHAN UINT64_C(8)
@@ -144,7 +159,8 @@ static inline int sf__transition_ok(uint64_t from, uint64_t to)
     switch (f) {
     case SF__FREE: return t == SF__PENDING;
     case SF__PENDING:
-        return (t == SF__RUNNING && same_tag && !(to & SF__FLAGS)) || to == SF__FREE;
+        return ((t == SF__RUNNING || t == SF__MOVED) && same_tag && !(to & SF__FLAGS)) ||
+               to == SF__FREE;
     case SF__RUNNING:
         if (t == SF__DONE)
             return same_tag && !(to & (SF__ORPHAN | SF__CANCEL)) &&
@@ -155,6 +171,7 @@ static inline int sf__transition_ok(uint64_t from, uint64_t to)
         return t == SF__RUNNING && (to & ~SF__FLAGS) == (from & ~SF__FLAGS) &&
                (to & from) == from;
     case SF__DONE: return to == SF__FREE || to == (from | SF__SEEN);
+    case SF__MOVED: return t == SF__DONE && same_tag; /* its getter copies the end back */
     default: return 0;
     }
 }

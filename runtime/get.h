@@ -64,7 +64,8 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);
             SF__ASSERT(me->cur != NULL, "the fast path runs only inside a task (run.h)");
-            uint64_t done = sf__run_body(me, f, run, SF__HOW_INLINE, traced, me->cur, false);
+            uint64_t done = sf__run_body(me, f, run, SF__HOW_INLINE, traced, me->cur,
+                                         SF__RUN_QUEUED);
             if (traced)
                 sf__trace_event(me, SF__EV_GDONE, run, 0);
             return SF__LIKELY(!(done & SF__FAILED)) ? f->val : sf__get_failed(f);

@@ -65,6 +65,8 @@ int sf__pending_init(struct sf__pending *q, int id)
     atomic_init(&q->top, 0);
     atomic_init(&q->bottom, 0);
     q->seq = (uint64_t)(unsigned)id << SF__SEQ_BITS;
+    q->pub_idx = 0;
+    q->fl = NULL;
     q->id = id;
     atomic_init(&q->sub_seq, q->seq);
     atomic_init(&q->pub_seq, q->seq);
@@ -96,10 +98,12 @@ void sf__pending_trim_top(struct sf__pending *q, uint64_t max)
     uint64_t start = SF__OWN_LOAD(&q->top), tp = start;
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
     while (tp < b && tp - start < max) {
-        sf_future *f = SF__OWN_LOAD(&r->slot[tp & r->mask]);
+        sf_future *f = sf__slot_future(SF__OWN_LOAD(&r->slot[tp & r->mask]));
         /* Relaxed: a stale "not pending" only means the claim already
-         * happened; nothing is read through f afterwards. */
-        if (sf__pending_holds(q, atomic_load_explicit(&f->state, memory_order_relaxed)))
+         * happened; nothing is read through f afterwards. A marked slot
+         * is a live future of ours (pending.h, Local futures). */
+        if (f != NULL &&
+            sf__pending_holds(q, atomic_load_explicit(&f->state, memory_order_relaxed)))
             break;
         tp++;
     }
@@ -149,9 +153,10 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
         uint64_t b = SF__OWN_LOAD(&q->bottom);
         if (b == SF__OWN_LOAD(&q->top))
             return NULL;
-        sf_future *f = SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]);
-        /* Relaxed: the claim below decides; a stale value only fails it. */
-        uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+        sf_future *f = sf__slot_future(SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]));
+        /* Relaxed: the claim below decides; a stale value only fails it. A
+         * marked slot is a live future of ours (Local futures). */
+        uint64_t s = f != NULL ? atomic_load_explicit(&f->state, memory_order_relaxed) : 0;
         if (sf__pending_holds(q, s)) {
             /* Relaxed: our own store at sf_do, as the state says. */
             if (region != SF__REGION_ANY &&
@@ -159,13 +164,16 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
                 return NULL;
             if (!sf__pending_claim_own(q, f, &s, sf__with_status(s, SF__RUNNING)))
                 continue; /* claimed or released meanwhile: look again */
-            /* Release: see sf__pending_trim. */
-            atomic_store_explicit(&q->bottom, b - 1, memory_order_release);
+            sf__pending_set_bottom(q, b - 1);
+            /* A local future's waiters held its index (sf__pending_put):
+             * nobody sleeps on it, and its completion reads 0 there. */
+            if (sf__slot_local(SF__OWN_LOAD(&r->slot[(b - 1) & r->mask])))
+                atomic_store_explicit(&f->waiters, 0, memory_order_relaxed);
             *claimed = s;
             return f;
         }
         /* Not pending here: nothing to lose by dropping the slot. */
-        atomic_store_explicit(&q->bottom, b - 1, memory_order_release);
+        sf__pending_set_bottom(q, b - 1);
     }
 }
 
@@ -195,6 +203,12 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
         sf_future *f = atomic_load_explicit(&r->slot[i & r->mask], memory_order_relaxed);
         if (f == NULL)
             continue;
+        /* Another thread's stack: never read (Local futures). Its owner
+         * promotes it when asked, as it publishes a private task. */
+        if (sf__slot_local(f)) {
+            private_seen = true;
+            continue;
+        }
         /* Relaxed: a hint; the claim below decides. Any pointer found in any
          * ring is a valid future (memory is type-stable), possibly recycled:
          * the tag check makes sure we claim only a task queued here, and the
@@ -240,29 +254,133 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
     return NULL;
 }
 
-/* Owner, after claiming f, when f's slot was not the newest (pending.h). */
-void sf__pending_trim_slow(struct sf__pending *q, sf_future *f)
+/* Owner, after claiming the future whose slot holds `slot`, when that slot
+ * was not the newest (pending.h, sf__pending_trim_slot). */
+void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
 {
     SF__OWNER_CHECK(q, "trimming a pending queue");
     uint64_t b0 = SF__OWN_LOAD(&q->bottom), b = b0;
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+    bool gone = false; /* the claimed slot was dropped here */
     while (b > tp) {
         sf_future *g = SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]);
         /* Relaxed: a stale "not pending" only means the claim already
-         * happened; nothing is read through g. */
-        if (g != f && sf__pending_holds(q, atomic_load_explicit(&g->state, memory_order_relaxed)))
+         * happened; nothing is read through g. A marked slot is a live
+         * future of ours (Local futures). */
+        if (g == slot)
+            gone = true;
+        else if (g != NULL && sf__pending_holds(q, atomic_load_explicit(
+                                                       &sf__slot_future(g)->state,
+                                                       memory_order_relaxed)))
             break;
         b--;
     }
     if (b != b0)
-        /* Release: see sf__pending_trim. */
-        atomic_store_explicit(&q->bottom, b, memory_order_release);
-    if (b > tp && SF__OWN_LOAD(&r->slot[tp & r->mask]) == f)
-        /* f was the oldest (tasks got in the order they were made): move top
+        sf__pending_set_bottom(q, b);
+    if (b > tp && SF__OWN_LOAD(&r->slot[tp & r->mask]) == slot) {
+        /* It was the oldest (tasks got in the order they were made): move top
          * on, so workers scanning from it see pending tasks, not finished
-         * ones. A few slots: the rest goes at the next trim. */
+         * ones. A few slots: the rest goes at the next trim. Its slot is
+         * the first to go (claimed, it is not pending). */
         sf__pending_trim_top(q, 8);
+        return;
+    }
+    if (gone || !sf__slot_local(slot))
+        return;
+    /* A local future's slot between pending ones: cleared, since its memory
+     * is about to be the caller's again (Local futures). Its index is in
+     * waiters (sf__pending_put): the low 32 bits of one below b0, whose
+     * distance from b0 fits them (a ring of 2^32 slots would be 32 GiB;
+     * else the search below finds it). Relaxed: scanners never read
+     * through a marked slot, so they need no order with this. */
+    uint32_t lo = atomic_load_explicit(&sf__slot_future(slot)->waiters, memory_order_relaxed);
+    uint64_t i = b0 - 1 - (uint32_t)((uint32_t)(b0 - 1) - lo);
+    if (i >= tp && i < b && SF__OWN_LOAD(&r->slot[i & r->mask]) == slot) {
+        atomic_store_explicit(&r->slot[i & r->mask], NULL, memory_order_relaxed);
+        return;
+    }
+    for (i = b; i > tp; i--)
+        if (SF__OWN_LOAD(&r->slot[(i - 1) & r->mask]) == slot) {
+            atomic_store_explicit(&r->slot[(i - 1) & r->mask], NULL, memory_order_relaxed);
+            return;
+        }
+}
+
+/* Owner: promote the local future marked in slot i, p (Local futures): a
+ * slab future from q->fl with the same task and tag takes the slot, and the
+ * local one becomes MOVED, val naming it. False: no memory (it stays). */
+static bool promote(struct sf__pending *q, struct sf__ring *r, uint64_t i, sf_future *p)
+{
+    sf_future *f = sf__slot_future(p);
+    /* Relaxed: our own store (a marked slot is a live, pending local
+     * future: nobody else writes it). */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    SF__ASSERT(sf__pending_holds(q, s), "a marked slot holds a pending local future");
+    sf_future *g = q->fl != NULL ? sf__future_alloc(q->fl) : NULL;
+    if (g == NULL)
+        return false;
+    g->u.fn = f->u.fn;
+    /* Atomic (relaxed), as in sf_do: chain followers may read a slab
+     * future's val at any time. Published by the release store of the
+     * state below. */
+    __atomic_store_n(&g->val, f->val, __ATOMIC_RELAXED);
+    atomic_store_explicit(&g->region, atomic_load_explicit(&f->region, memory_order_relaxed),
+                          memory_order_relaxed);
+    SF__ASSERT_TRANSITION(atomic_load_explicit(&g->state, memory_order_relaxed), s);
+    /* Release, as in sf__pending_push: a claimer whose CAS reads this
+     * state sees fn, val and region - also one that found g through this
+     * slot before pub_seq says it is public. */
+    atomic_store_explicit(&g->state, s, memory_order_release);
+    /* Relaxed: scanners read g's task through g's state (above), and its
+     * publicity through pub_seq (its release store). */
+    atomic_store_explicit(&r->slot[i & r->mask], g, memory_order_relaxed);
+    /* Relaxed, both: f is read by this thread alone. */
+    __atomic_store_n(&f->val, (void *)g, __ATOMIC_RELAXED);
+    SF__ASSERT_TRANSITION(s, sf__with_status(s, SF__MOVED));
+    atomic_store_explicit(&f->state, sf__with_status(s, SF__MOVED), memory_order_relaxed);
+    return true;
+}
+
+/*
+ * Owner: promote every local future in the slots from pub_idx (or top) to
+ * bottom, and move pub_idx on. Stops at the first one it has no memory for,
+ * which stays local (its getter promotes it or runs it; task.c). Returns
+ * true if it promoted any.
+ */
+bool sf__pending_promote(struct sf__pending *q)
+{
+    SF__OWNER_CHECK(q, "promoting local futures");
+    uint64_t b = SF__OWN_LOAD(&q->bottom);
+    uint64_t tp = SF__OWN_LOAD(&q->top);
+    struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+    bool promoted = false;
+    uint64_t i = q->pub_idx > tp ? q->pub_idx : tp;
+    for (; i < b; i++) {
+        sf_future *p = SF__OWN_LOAD(&r->slot[i & r->mask]);
+        if (!sf__slot_local(p))
+            continue;
+        if (!promote(q, r, i, p))
+            break;
+        promoted = true;
+    }
+    q->pub_idx = i;
+    return promoted;
+}
+
+/* Owner: promote the local future f, pending in q. False: no memory. */
+bool sf__pending_promote_one(struct sf__pending *q, sf_future *f)
+{
+    SF__OWNER_CHECK(q, "promoting a local future");
+    uint64_t b = SF__OWN_LOAD(&q->bottom);
+    uint64_t tp = SF__OWN_LOAD(&q->top);
+    struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+    sf_future *p = sf__slot_mark(f);
+    for (uint64_t i = b; i > tp; i--)
+        if (SF__OWN_LOAD(&r->slot[(i - 1) & r->mask]) == p)
+            return promote(q, r, i - 1, p);
+    SF__ASSERT(0, "a pending local future has its slot");
+    return false;
 }
 
 /*
@@ -277,7 +395,9 @@ bool sf__pending_has_pending(const struct sf__pending *q)
     for (; tp < b; tp++) {
         /* Relaxed: the caller synchronised with the owner's exit. */
         sf_future *f = atomic_load_explicit(&r->slot[tp & r->mask], memory_order_relaxed);
-        if (f != NULL &&
+        /* A marked slot is never read by others (Local futures); a dead
+         * owner left none, having got every local future it made. */
+        if (f != NULL && !sf__slot_local(f) &&
             sf__pending_holds(q, atomic_load_explicit(&f->state, memory_order_relaxed)))
             return true;
     }

@@ -46,6 +46,23 @@
  * on instead of plain stores. Publishing is not submitting: idle workers
  * still take only submitted tasks.
  *
+ * Local futures (future.h, Tasks in caller storage). A slot may hold a
+ * future in its owner's stack, marked by bit 0 of the pointer
+ * (SF__SLOT_LOCAL; futures are 8-byte aligned). Such memory is not
+ * type-stable, so only the owner reads through a marked slot: every other
+ * scan (sf__pending_steal, sf__pending_has_pending) skips it as it skips a
+ * private task - asking the owner to publish - and the owner's publish
+ * promotes it first (sf__pending_promote): a slab future with the same tag
+ * takes its slot. pub_idx (owner only) is how far promotion went:
+ *   every slot of [top, min(pub_idx, bottom)) is unmarked,
+ * kept by lowering pub_idx with bottom. And every marked slot in
+ * [top, bottom) is a live local future, PENDING: its getter - the owner -
+ * drops the slot when it claims it (sf__pending_trim_slot, which clears a
+ * marked slot it cannot drop, found by the index kept in the future's
+ * waiters while it is pending), and so does the owner's pop; a task in
+ * caller storage is only ever claimed by its owner (task.c). So the owner
+ * never reads a dead frame either.
+ *
  * Submission. sub_seq is a watermark over the owner's push counter: a task
  * whose seq is below it was pushed before some sf_get of its thread, i.e.
  * was submitted, and an idle pool worker may take it once it is public
@@ -93,6 +110,8 @@ struct sf__pending {
     _Atomic uint64_t pub_seq; /* ... with seq < pub_seq are public: claimable by CAS */
     _Atomic(struct sf__ring *) ring;
     uint64_t seq;             /* next tag: thread id << SF__SEQ_BITS | push counter */
+    uint64_t pub_idx;         /* promotion went this far (Local futures) */
+    struct sf__freelist *fl;  /* the owner's free futures, for promotion; NULL: none */
     struct sf__ring *spare[SF__RING_SIZES]; /* replaced rings by log2 size (owner) */
     int id;                   /* the owner's thread id, the high bits of every tag */
     SF__OWNER_FIELD
@@ -104,6 +123,18 @@ struct sf__pending {
                                     * every push publishes (Handed-over futures) */
     struct sf__gate gate;          /* foreign claims of private tasks */
 };
+
+/* A slot's mark for a local future (Local futures). */
+#define SF__SLOT_LOCAL ((uintptr_t)1)
+static inline bool sf__slot_local(const sf_future *p) { return ((uintptr_t)p & SF__SLOT_LOCAL) != 0; }
+static inline sf_future *sf__slot_future(sf_future *p)
+{
+    return (sf_future *)((uintptr_t)p & ~SF__SLOT_LOCAL);
+}
+static inline sf_future *sf__slot_mark(sf_future *f)
+{
+    return (sf_future *)((uintptr_t)f | SF__SLOT_LOCAL);
+}
 
 /* What sf__pending_steal may claim, as flags (0: any public task). */
 enum sf__steal_flags {
@@ -134,42 +165,75 @@ bool sf__pending_grow(struct sf__pending *q);
 sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed);
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
                              uint64_t *claimed);
-void sf__pending_trim_slow(struct sf__pending *q, sf_future *f);
+void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot);
+bool sf__pending_promote(struct sf__pending *q);
+bool sf__pending_promote_one(struct sf__pending *q, sf_future *f);
 void sf__pending_trim_top(struct sf__pending *q, uint64_t max);
 bool sf__pending_has_pending(const struct sf__pending *q);
 
+/* Owner: can one more slot be filled without growing the ring? */
+static inline bool sf__pending_has_room(const struct sf__pending *q)
+{
+    return SF__OWN_LOAD(&q->bottom) - SF__OWN_LOAD(&q->top) <= SF__OWN_LOAD(&q->ring)->mask;
+}
+
 /*
- * Owner: queue f, whose fn and val are written. Returns false (f untouched)
- * when the ring cannot grow.
+ * Owner: queue f, whose fn and val are written, in a slot holding `slot` (f,
+ * or f marked local). There is room (sf__pending_has_room).
  */
-static inline bool sf__pending_push(struct sf__pending *q, sf_future *f)
+static inline __attribute__((always_inline)) void
+sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local)
 {
     SF__OWNER_CHECK(q, "pushing on a pending queue");
     uint64_t b = SF__OWN_LOAD(&q->bottom);
-    uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
-    if (SF__UNLIKELY(b - tp > r->mask)) {
-        if (!sf__pending_grow(q))
-            return false;
-        r = SF__OWN_LOAD(&q->ring);
-    }
     uint64_t tagged = (q->seq++ << SF__TAG_SHIFT) | SF__PENDING;
     SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), tagged);
     /* Release: whoever claims f by a CAS that reads this value (possibly
      * having found f through a stale slot, without the bottom store below)
-     * must see fn and val written before it. */
-    atomic_store_explicit(&f->state, tagged, memory_order_release);
+     * must see fn and val written before it. A local future is read by
+     * this thread alone, and its promotion publishes a copy afresh. */
+    atomic_store_explicit(&f->state, tagged, local ? memory_order_relaxed : memory_order_release);
     /* Relaxed: the slot is published by the release store of bottom. */
-    atomic_store_explicit(&r->slot[b & r->mask], f, memory_order_relaxed);
+    atomic_store_explicit(&r->slot[b & r->mask], slot, memory_order_relaxed);
+    /* A local future has no sleepers (future.h): its waiters holds the low
+     * bits of its slot's index while it is pending, for the owner's trim
+     * of a slot between others (sf__pending_trim_slow); its claimer zeroes
+     * it. Relaxed: this thread's alone. */
+    if (local)
+        atomic_store_explicit(&f->waiters, (uint32_t)b, memory_order_relaxed);
     /* Release: a scanner that loads bottom (acquire) sees the slot. */
     atomic_store_explicit(&q->bottom, b + 1, memory_order_release);
     /* Relaxed: a hint; a push that misses a fresh request only leaves that
-     * task private, which its getter takes through the gate as before. */
-    if (SF__UNLIKELY(atomic_load_explicit(&q->push_public, memory_order_relaxed)))
+     * task private, which its getter takes through the gate as before. A
+     * local future is got by its owner alone: nobody asks for it. */
+    if (!local && SF__UNLIKELY(atomic_load_explicit(&q->push_public, memory_order_relaxed)))
         /* Release pairs with the claimers' acquire load of pub_seq: they
          * see the task's state stored above. q->seq only grows. */
         atomic_store_explicit(&q->pub_seq, q->seq, memory_order_release);
+}
+
+/* sf__pending_put, growing the ring first if needed. Returns false (f
+ * untouched) when it cannot grow. */
+static inline __attribute__((always_inline)) bool
+sf__pending_push_slot(struct sf__pending *q, sf_future *f, sf_future *slot, bool local)
+{
+    if (SF__UNLIKELY(!sf__pending_has_room(q)) && !sf__pending_grow(q))
+        return false;
+    sf__pending_put(q, f, slot, local);
     return true;
+}
+
+/* Owner: queue the slab future f (sf_do). */
+static inline bool sf__pending_push(struct sf__pending *q, sf_future *f)
+{
+    return sf__pending_push_slot(q, f, f, false);
+}
+
+/* Owner: queue the local future f (sf_task_do; Local futures). */
+static inline bool sf__pending_push_local(struct sf__pending *q, sf_future *f)
+{
+    return sf__pending_push_slot(q, f, sf__slot_mark(f), true);
 }
 
 /*
@@ -214,23 +278,40 @@ static inline bool sf__pending_claim_foreign(struct sf__pending *q, sf_future *f
     return sf__claim_private_foreign(&q->gate, f, sp, to);
 }
 
+/* Owner, lowering bottom to b: keeps pub_idx <= bottom (Local futures). */
+static inline void sf__pending_set_bottom(struct sf__pending *q, uint64_t b)
+{
+    /* Release keeps bottom a release sequence for scanners; a scanner
+     * that still reads the old bottom sees a claimed slot and fails to
+     * claim it (or skips it, marked). */
+    atomic_store_explicit(&q->bottom, b, memory_order_release);
+    if (q->pub_idx > b)
+        q->pub_idx = b;
+}
+
 /*
- * Owner, after claiming its own f: drop f's slot if it is the newest one (the
- * fork-join fast path); otherwise trim finished slots at the bottom, and at
- * the top if f was the oldest (tasks got oldest first leave those behind).
+ * Owner, after claiming its own future whose slot holds `slot` (the future,
+ * marked if local): drop the slot if it is the newest one (the fork-join
+ * fast path); otherwise trim finished slots at the bottom, and at the top if
+ * it was the oldest (tasks got oldest first leave those behind). A marked
+ * slot is gone from [top, bottom) or cleared afterwards (Local futures).
  */
-static inline void sf__pending_trim(struct sf__pending *q, sf_future *f)
+static inline void sf__pending_trim_slot(struct sf__pending *q, sf_future *slot)
 {
     SF__OWNER_CHECK(q, "trimming a pending queue");
     uint64_t b = SF__OWN_LOAD(&q->bottom);
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
-    if (SF__LIKELY(b > tp && SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]) == f))
-        /* Release keeps bottom a release sequence for scanners; a scanner
-         * that still reads b sees f's slot and fails to claim it. */
-        atomic_store_explicit(&q->bottom, b - 1, memory_order_release);
+    if (SF__LIKELY(b > tp && SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]) == slot))
+        sf__pending_set_bottom(q, b - 1);
     else
-        sf__pending_trim_slow(q, f);
+        sf__pending_trim_slow(q, slot);
+}
+
+/* The same for a slab future f. */
+static inline void sf__pending_trim(struct sf__pending *q, sf_future *f)
+{
+    sf__pending_trim_slot(q, f);
 }
 
 /*
@@ -261,8 +342,9 @@ static inline bool sf__pending_more_submitted(const struct sf__pending *q, uint6
 }
 
 /*
- * Owner: make every task pushed so far public. Returns true if some became
- * public now (the caller may wake whoever waits for work).
+ * Owner: make every task pushed so far public, local futures promoted first
+ * (Local futures). Returns true if some became public now (the caller may
+ * wake whoever waits for work).
  */
 static inline bool sf__pending_publish(struct sf__pending *q)
 {
@@ -270,8 +352,9 @@ static inline bool sf__pending_publish(struct sf__pending *q)
     /* Cleared first: a request made after this is not lost. Relaxed: a
      * hint, like the thief's store. */
     atomic_store_explicit(&q->want, 0, memory_order_relaxed);
+    bool promoted = q->pub_idx < SF__OWN_LOAD(&q->bottom) && sf__pending_promote(q);
     if (SF__OWN_LOAD(&q->pub_seq) == q->seq)
-        return false;
+        return promoted;
     /* Release pairs with the scanners' acquire load of pub_seq. */
     atomic_store_explicit(&q->pub_seq, q->seq, memory_order_release);
     return true;

@@ -59,6 +59,7 @@ static struct sf__thread *new_thread(int n)
         free(t);
         return NULL;
     }
+    t->q.fl = &t->free; /* promotion takes slab futures from here (pending.h) */
     t->id = n;
     t->rng = 2654435761u * (uint32_t)(n + 1);
     (*c)[n & (CHUNK - 1)] = t;
@@ -111,6 +112,8 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     t->depth = 0;
 #endif
     t->fails = NULL;
+    free(t->task_msg); /* an exited thread's last failure message (task.c) */
+    t->task_msg = NULL;
     atomic_store_explicit(&t->waiting_on, NULL, memory_order_relaxed);
     t->region = 0;
     sf__stack_bounds(&t->stack_lo, &t->stack_size);
@@ -205,6 +208,7 @@ void sf__registry_destroy(void)
         sf__pending_destroy(&t->q);
         sf__freelist_destroy(&t->free);
         free(t->tbuf);
+        free(t->task_msg);
         free(t);
     }
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0] && chunks[c] != NULL; c++) {

@@ -34,6 +34,8 @@ struct sf__thread {
 #endif
     struct sf__failure *fails; /* failures of running tasks, innermost first (owner;
                                 * failure.h) */
+    char *task_msg;            /* the message of the last task in caller storage
+                                * whose get failed here (owner; task.c) */
     /* The wait this thread is in, NULL while it runs a task (get.c,
      * Deadlock): written by the owner under wait_seq (a seqlock: odd while
      * it writes), read by getters that follow a chain of waits. */

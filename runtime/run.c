@@ -71,8 +71,9 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
     /* A task runs here now: gets in it may take the fast path (run.h). */
     me->stack_red = me->stack_red_task;
     /* batch stays a variable here: one branch, off the fast path. */
-    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, batch)
-                           : sf__run_body(me, f, claimed, how, false, NULL, batch);
+    enum sf__run_kind kind = batch ? SF__RUN_BATCH : SF__RUN_QUEUED;
+    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, kind)
+                           : sf__run_body(me, f, claimed, how, false, NULL, kind);
     me->stack_red = UINTPTR_MAX;
     SF__ADD(me->c_busy_ns, sf__now_ns() - t0);
     return done;

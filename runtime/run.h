@@ -50,11 +50,18 @@ void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
                            enum sf__how how, bool traced, bool batch);
 
+/* What sf__run_body runs: a task of a thread's queue, of a batch, or a
+ * local future its maker claimed (future.h, Tasks in caller storage: no
+ * other thread ever reads it, so nobody follows its runner or sleeps on
+ * it, and its completion is a plain store). */
+enum sf__run_kind { SF__RUN_QUEUED, SF__RUN_BATCH, SF__RUN_LOCAL };
+
 /* sf__run's body; `outer` is me->cur, which the caller read. */
 static inline __attribute__((always_inline)) uint64_t
 sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
-             bool traced, sf_future *outer, bool batch)
+             bool traced, sf_future *outer, enum sf__run_kind kind)
 {
+    bool batch = kind == SF__RUN_BATCH, local = kind == SF__RUN_LOCAL;
     switch ((int)how) {
     case SF__HOW_INLINE:
     case SF__HOW_WAIT_INLINE: SF__BUMP(me->c_inline); break;
@@ -82,7 +89,8 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     /* While it runs, val names the runner, for getters that follow a chain
      * of waits (get.c, Deadlock). Relaxed: they accept only a pointer that
      * is a registered thread, and check the chain twice. */
-    __atomic_store_n(&f->val, (void *)me, __ATOMIC_RELAXED);
+    if (!local)
+        __atomic_store_n(&f->val, (void *)me, __ATOMIC_RELAXED);
     void *r = SF__LIKELY(region == me->region) ? f->u.fn(arg)
                                                : sf__run_in_region(me, f, arg, region);
     me->cur = outer;
@@ -110,6 +118,12 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     /* A batch task publishes by exchange whoever runs it, as a runner
      * other than its get does: its handle's holder may release it at any
      * moment (a worker or a batch wait may be running it). */
+    if (local) {
+        SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
+        /* Relaxed: read by this thread alone; nobody sleeps on it. */
+        atomic_store_explicit(&f->state, done, memory_order_relaxed);
+        return done;
+    }
     if (!batch && (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE)) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
         /* Release: getters that load DONE (acquire) see val. */
@@ -176,7 +190,8 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     sf_future *outer = me->cur;
     if (SF__UNLIKELY(outer == NULL))
         return sf__run_outermost(me, f, claimed, how, traced, batch);
-    return sf__run_body(me, f, claimed, how, traced, outer, batch);
+    return sf__run_body(me, f, claimed, how, traced, outer,
+                        batch ? SF__RUN_BATCH : SF__RUN_QUEUED);
 }
 
 #endif /* SF_RUN_H */

@@ -311,6 +311,134 @@ START_TEST(ask_public_makes_pushes_public)
 }
 END_TEST
 
+/* Local futures (pending.h): a marked slot is skipped by every other
+ * thread, promoted at publish when the queue has a free list, and cleared
+ * when its owner claims it between pending slots. */
+static void push_local(sf_future *f)
+{
+    f->u.fn = fn;
+    f->val = f;
+    /* Caller storage may hold anything: sf_task_do's fill() resets the
+     * state, as here, for the push's transition check. */
+    atomic_store(&f->state, SF__FREE);
+    ck_assert(sf__pending_push_local(&q, f));
+}
+
+static sf_future *slot_at(uint64_t i)
+{
+    struct sf__ring *r = atomic_load(&q.ring);
+    return atomic_load(&r->slot[i & r->mask]);
+}
+
+START_TEST(local_slots_are_skipped_then_promoted)
+{
+    uint64_t claimed;
+    /* Stand-ins for the stack: any memory that is not a slab future. */
+    static _Alignas(64) sf_future local[2];
+    memset(local, 0, sizeof local);
+    push_local(&local[0]);
+    push(&fs[0]);
+    push_local(&local[1]);
+    ck_assert_ptr_eq(slot_at(0), sf__slot_mark(&local[0]));
+    ck_assert_ptr_eq(slot_at(1), &fs[0]);
+    ck_assert_uint_eq(sf__pending_submit(&q), 3);
+    /* Private or not, a thief never claims through a marked slot: even
+     * through the gate it takes the slab future only, and asks. */
+    ck_assert_ptr_eq(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed), &fs[0]);
+    ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed));
+    ck_assert_int_eq(atomic_load(&q.want), 1);
+    /* No free list: publishing promotes nothing, and still nothing is
+     * claimable through the marks. */
+    q.fl = NULL;
+    ck_assert(sf__pending_publish(&q));
+    ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed));
+    ck_assert_uint_eq(sf__status(st(&local[0])), SF__PENDING);
+    ck_assert_uint_eq(q.pub_idx, 0); /* stopped at the first local one */
+    /* A free list of two slab futures: both locals move, keeping their tags. */
+    struct sf__freelist fl;
+    memset(&fl, 0, sizeof fl);
+    SF__OWNER_SET(&fl);
+    fs[10].u.next = &fs[11];
+    fs[11].u.next = NULL;
+    fl.head = &fs[10];
+    fl.n = 2;
+    q.fl = &fl;
+    uint64_t s0 = st(&local[0]), s1 = st(&local[1]);
+    ck_assert(sf__pending_publish(&q));
+    ck_assert_uint_eq(q.pub_idx, 3);
+    ck_assert_uint_eq(fl.n, 0);
+    ck_assert_ptr_eq(slot_at(0), &fs[10]);
+    ck_assert_ptr_eq(slot_at(2), &fs[11]);
+    ck_assert_uint_eq(st(&fs[10]), s0);
+    ck_assert_uint_eq(st(&fs[11]), s1);
+    ck_assert_ptr_eq(fs[10].val, &local[0]);
+    ck_assert_uint_eq(st(&local[0]), sf__with_status(s0, SF__MOVED));
+    ck_assert_ptr_eq(local[0].val, &fs[10]);
+    ck_assert_ptr_eq(local[1].val, &fs[11]);
+    /* Now thieves take them, oldest first, by CAS. */
+    ck_assert_ptr_eq(steal(SF__STEAL_SUBMITTED, &claimed), &fs[10]);
+    ck_assert_uint_eq(claimed, sf__with_status(s0, SF__RUNNING));
+    ck_assert_ptr_eq(steal(SF__STEAL_SUBMITTED, &claimed), &fs[11]);
+    /* Nothing more to promote: publish says so. */
+    ck_assert(!sf__pending_publish(&q));
+}
+END_TEST
+
+START_TEST(local_slot_between_pending_ones_is_cleared)
+{
+    static _Alignas(64) sf_future local[3];
+    memset(local, 0, sizeof local);
+    push(&fs[0]);
+    push_local(&local[0]);
+    push(&fs[1]);
+    /* The owner claims the local one, which is neither newest nor oldest. */
+    uint64_t s = st(&local[0]);
+    atomic_store(&local[0].state, sf__with_status(s, SF__RUNNING));
+    sf__pending_trim_slot(&q, sf__slot_mark(&local[0]));
+    ck_assert_ptr_null(slot_at(1));
+    ck_assert_uint_eq(bottom(), 3);
+    /* NULL slots are no tasks: the pop skips one, the trims drop them. */
+    uint64_t claimed;
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[1]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[0]);
+    ck_assert_uint_eq(bottom(), 0);
+    /* Oldest first: each local slot is dropped from the top. */
+    push_local(&local[1]);
+    push_local(&local[2]);
+    push(&fs[2]);
+    s = st(&local[1]);
+    atomic_store(&local[1].state, sf__with_status(s, SF__RUNNING));
+    sf__pending_trim_slot(&q, sf__slot_mark(&local[1]));
+    ck_assert_uint_eq(top(), 1);
+    ck_assert_ptr_eq(slot_at(1), sf__slot_mark(&local[2]));
+    /* pub_idx follows bottom down, so a promotion after the pops below sees
+     * the local slot pushed there since. */
+    q.fl = NULL;
+    sf__pending_publish(&q);
+    ck_assert_uint_eq(q.pub_idx, 1); /* stopped at local[2]: no memory */
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[2]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &local[2]);
+    ck_assert_uint_eq(bottom(), 1);
+    ck_assert_uint_eq(q.pub_idx, 1);
+    push(&fs[3]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[3]);
+    ck_assert_uint_eq(q.pub_idx, 1);
+    ck_assert_uint_eq(bottom(), 1);
+    push_local(&local[0]); /* reused storage, index 1 again */
+    ck_assert_ptr_eq(slot_at(1), sf__slot_mark(&local[0]));
+    struct sf__freelist fl;
+    memset(&fl, 0, sizeof fl);
+    SF__OWNER_SET(&fl);
+    fs[20].u.next = NULL;
+    fl.head = &fs[20];
+    fl.n = 1;
+    q.fl = &fl;
+    ck_assert(sf__pending_publish(&q));
+    ck_assert_ptr_eq(slot_at(1), &fs[20]);
+    ck_assert_uint_eq(q.pub_idx, 2);
+}
+END_TEST
+
 START_TEST(has_pending_and_discard)
 {
     ck_assert(!sf__pending_has_pending(&q));
@@ -397,6 +525,8 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, steal_flags);
     tcase_add_test(tc, ask_public_makes_pushes_public);
     tcase_add_test(tc, has_pending_and_discard);
+    tcase_add_test(tc, local_slots_are_skipped_then_promoted);
+    tcase_add_test(tc, local_slot_between_pending_ones_is_cleared);
     tcase_add_test(tc, owner_and_foreign_claim_race);
     suite_add_tcase(s, tc);
     return s;
