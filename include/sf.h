@@ -334,6 +334,73 @@ SF_EXPORT int sf_is_done(const sf_future *f);
 SF_EXPORT void sf_release(sf_future *f);
 
 /*
+ * Tasks in caller storage: strictly nested fork-join without the heap.
+ *
+ * A future made by sf_do() lives in libsf's memory until sf_release(). For
+ * the tightest recursions (fib, tree walks, branch and bound) that
+ * allocation and release are a third of a task's cost. sf_task_do() instead
+ * keeps the task in an sf_task the caller provides - usually a local
+ * variable - and sf_task_get() returns its result; there is nothing to
+ * release. The task is queued, submitted, stolen and run exactly like one
+ * of sf_do(): lazily, never before a get or an idle worker's request.
+ *
+ * The price is a contract that makes it safe for libsf never to look at
+ * that memory from another thread:
+ *   - only the thread that called sf_task_do() may call sf_task_get() on it
+ *     (another thread gets EPERM);
+ *   - that thread must call sf_task_get() before the sf_task's memory goes
+ *     away (the function returns, the block ends) or is used again, and
+ *     before sf_shutdown(). Forgetting it is the same bug as a use after
+ *     free;
+ *   - the handle is not an sf_future: sf_release(), sf_cancel() and the
+ *     other sf_future functions do not take it.
+ * When another thread wants the work, the owner moves the task into a
+ * libsf future of its own at its next get (the moment it would publish an
+ * sf_do() task, see "The fast path"), so stealing, helping, isolation,
+ * deadlock detection and deep chains behave as for sf_do(). Inside the task
+ * everything works as in any other: sf_fail(), sf_cancelled(), gets,
+ * loops, more tasks of either kind.
+ */
+typedef struct sf_task {
+    void *sf_opaque_[4]; /* 32 bytes, pointer-aligned; never touch */
+} sf_task;
+
+/*
+ * Queues fn(arg) in t, like sf_do() (it starts the runtime if needed).
+ * Whatever t held is overwritten: t must not hold a task that is still
+ * queued (one made and not yet got).
+ *
+ * Returns 0, or -1 with errno EINVAL (t or fn is NULL), ENOMEM (no memory
+ * for its queue slot or this thread's registration) or EAGAIN (as sf_do());
+ * t then holds no task.
+ */
+SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg);
+
+/*
+ * Returns fn(arg) of t's task, running whatever it must first, as sf_get():
+ * the same fast path, helping, waiting and errors. Afterwards t holds no
+ * queued task (its memory may go), and further calls return the same
+ * result. A task that failed or was cancelled gives NULL with errno its
+ * code; its message, if it had one, stays readable through
+ * sf_task_error_message() until the next sf_task_get() of this thread that
+ * fails. Also fails with:
+ *   EPERM   t was made by another thread;
+ *   EINVAL  t is NULL or holds no task;
+ *   EDEADLK t's task is running on this thread, enclosing this get;
+ *   ENOMEM  t's task had to move into a libsf future (this thread's stack
+ *           is nearly full: "Deep chains") and there was no memory for it:
+ *           the task is then dropped, never run.
+ */
+SF_EXPORT void *sf_task_get(sf_task *t);
+
+/*
+ * The message of the task whose sf_task_get() last failed on this thread
+ * (sf_fail()'s text), or NULL if it had none or none failed. Valid until
+ * this thread's next failing sf_task_get(), or its exit.
+ */
+SF_EXPORT const char *sf_task_error_message(void);
+
+/*
  * Parallel loops over an index range.
  *
  * sf_for(from, to, body, ctx) runs body(i, ctx) for every i of [from, to)

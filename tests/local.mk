@@ -32,6 +32,7 @@ check_PROGRAMS += tests/test_pool
 check_PROGRAMS += tests/test_stats
 check_PROGRAMS += tests/test_shutdown_timeout
 check_PROGRAMS += tests/test_batch
+check_PROGRAMS += tests/test_task
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -59,6 +60,7 @@ TESTS += tests/test_pool
 TESTS += tests/test_stats
 TESTS += tests/test_shutdown_timeout
 TESTS += tests/test_batch
+TESTS += tests/test_task
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -167,6 +169,10 @@ tests_test_stats_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_shutdown_timeout_SOURCES = tests/test_shutdown_timeout.c tests/testutil.c tests/testutil.h
 tests_test_shutdown_timeout_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_shutdown_timeout_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_task_SOURCES = tests/test_task.c tests/testutil.c tests/testutil.h
+tests_test_task_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_task_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
 tests_test_batch_SOURCES = tests/test_batch.c tests/testutil.c tests/testutil.h
 tests_test_batch_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_batch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

@@ -1,0 +1,282 @@
+/*
+ * task.c - layer 5: tasks in caller storage (sf_task_do, sf_task_get,
+ * sf_task_error_message; sf.h).
+ *
+ * An sf_task is an sf_future in the caller's memory: a local future
+ * (future.h, Tasks in caller storage). That memory stops being a future the
+ * moment its get returns, so the one rule everything here keeps is:
+ *
+ *   no thread but the maker ever reads a local future.
+ *
+ * Its queue slot is marked, and every other thread's scan skips marked
+ * slots (pending.h, Local futures); sf_task_get refuses other threads
+ * (EPERM) after reading only the state word's tag; and nobody ever waits on
+ * a local future - a get that would wait (the task runs elsewhere) waits on
+ * the slab future it was promoted to. So a local future has exactly two
+ * lives:
+ *   - run by its maker: claimed with plain stores (no gate: nobody else can
+ *     claim it), its slot dropped before the task runs, completed in place;
+ *     by sf_task_get here, or by the maker's pop while it helps (get.c),
+ *     or by the maker's drain (lifecycle.c);
+ *   - promoted (sf__pending_promote, at the maker's publish, or here before
+ *     a get that must leave the fast path for a fresh stack): then it is
+ *     MOVED, val naming a slab future with the same task and tag in its
+ *     slot, and that one is an ordinary future in every respect. The get
+ *     gets it, copies its end (result, or failure code and message) back
+ *     and releases it.
+ * Deadlock freedom is sf_get's (get.c): a local future's task is needed by
+ * its maker alone, which claims it whatever it is doing (it is in the
+ * maker's own queue), and after promotion it is any future.
+ */
+#include "lifecycle.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+_Static_assert(sizeof(sf_task) == sizeof(struct sf_future), "an sf_task holds a future");
+_Static_assert(_Alignof(sf_task) >= _Alignof(struct sf_future), "an sf_task holds a future");
+_Static_assert(_Alignof(struct sf_future) > SF__SLOT_LOCAL, "a slot's mark is a free bit");
+
+/* Queues f's task (fn and val written) for `me`; false: no ring room. */
+static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
+                                                        void *(*fn)(void *), void *arg)
+{
+    f->u.fn = fn;
+    /* Relaxed, all: f is read by this thread alone until promoted, and
+     * promotion copies it on this thread. (waiters: the push's.) */
+    __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
+    atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
+#ifdef SF_DEBUG
+    /* FREE, so that the push's transition check holds whatever the memory
+     * held. */
+    atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
+#endif
+}
+
+/* sf_task_do off its fast path: bad arguments, a thread to register, a
+ * ring to grow, a trace to write. */
+static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void *), void *arg)
+{
+    if (t == NULL || fn == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct sf__thread *me = sf__enter();
+    if (me == NULL)
+        return -1;
+    sf_future *f = (sf_future *)t;
+    fill(me, f, fn, arg);
+    SF__BUMP(me->c_created);
+    if (!sf__pending_push_local(&me->q, f)) {
+        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
+                              memory_order_relaxed);
+        errno = ENOMEM;
+        return -1;
+    }
+    SF__TRACE(me, DO, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
+    return 0;
+}
+
+SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
+{
+    /* The fast path calls nothing, so it saves no registers: anything
+     * unusual goes to do_slow, which starts over. */
+    struct sf__thread *me = sf__thread_self();
+    if (SF__UNLIKELY(t == NULL || fn == NULL || me == NULL || sf__trace_on))
+        return do_slow(t, fn, arg);
+    if (SF__UNLIKELY(!sf__pending_has_room(&me->q)))
+        return do_slow(t, fn, arg); /* the ring must grow */
+    sf_future *f = (sf_future *)t;
+    fill(me, f, fn, arg);
+    SF__BUMP(me->c_created);
+    sf__pending_put(&me->q, f, sf__slot_mark(f), true);
+    return 0;
+}
+
+/* The end of the first get of f, DONE with FAILED: the code to errno, the
+ * message to the thread; f->val then names f itself, which no message is. */
+static void *failed(struct sf__thread *me, sf_future *f)
+{
+    free(me->task_msg);
+    me->task_msg = f->val;
+    __atomic_store_n(&f->val, (void *)f, __ATOMIC_RELAXED);
+    /* Relaxed: our own store (completion here, or the copy below). */
+    errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+    return NULL;
+}
+
+/* f is DONE: its result, or its failure. A later get of a failed task
+ * finds its message gone to the thread already. */
+static inline void *done(struct sf__thread *me, sf_future *f, uint64_t s)
+{
+    if (SF__LIKELY(sf__done_ok(s)))
+        return f->val;
+    if (f->val == (void *)f) {
+        errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+        return NULL;
+    }
+    return failed(me, f);
+}
+
+/* f is MOVED: get the slab future it moved to, copy its end back into f
+ * and release it. */
+static void *get_moved(struct sf__thread *me, sf_future *f, uint64_t s, bool traced)
+{
+    sf_future *g = f->val;
+    /* Acquire: DONE makes the runner's val visible. */
+    uint64_t gs = atomic_load_explicit(&g->state, memory_order_acquire);
+    errno = 0;
+    void *r = sf__status(gs) == SF__DONE && !traced ? g->val : sf__get(me, g, gs, traced);
+    int err = errno;
+    /* Acquire: as above, for the end sf__get saw. */
+    gs = atomic_load_explicit(&g->state, memory_order_acquire);
+    uint64_t end = sf__with_status(s, SF__DONE);
+    if (sf__status(gs) != SF__DONE) {
+        /* The get failed before g ended (EDEADLK, or no thread for a
+         * fresh stack): g is released to its runner, or discarded, and f
+         * ends with that error. */
+        end |= SF__FAILED | SF__SEEN;
+        r = NULL;
+        atomic_store_explicit(&f->region, (uint32_t)err, memory_order_relaxed);
+        sf_release(g);
+    } else {
+        if (gs & SF__FAILED) {
+            /* Ours now: the message (g's val) moves to f, and g's release
+             * frees none and reports none (seen). */
+            sf__future_mark_seen(g, gs);
+            end |= SF__FAILED | SF__SEEN;
+            r = g->val;
+            atomic_store_explicit(&f->region,
+                                  atomic_load_explicit(&g->region, memory_order_relaxed),
+                                  memory_order_relaxed);
+            __atomic_store_n(&g->val, NULL, __ATOMIC_RELAXED);
+        }
+        sf_release(g);
+    }
+    __atomic_store_n(&f->val, r, __ATOMIC_RELAXED);
+    SF__ASSERT_TRANSITION(s, end);
+    /* Relaxed: f is read by this thread alone. */
+    atomic_store_explicit(&f->state, end, memory_order_relaxed);
+    return done(me, f, end);
+}
+
+/* f's task is PENDING in our queue with state s: claim it (plain stores:
+ * nobody else claims a local future) and drop its slot before it runs,
+ * while its memory is certainly ours. */
+static inline uint64_t claim(struct sf__thread *me, sf_future *f, uint64_t s)
+{
+    uint64_t run = sf__with_status(s, SF__RUNNING);
+    SF__ASSERT_TRANSITION(s, run);
+    atomic_store_explicit(&f->state, run, memory_order_relaxed);
+    sf__pending_trim_slot(&me->q, sf__slot_mark(f));
+    /* Its slot's index, kept there while pending (sf__pending_put): a
+     * completion off the fast path reads waiters. */
+    atomic_store_explicit(&f->waiters, 0, memory_order_relaxed);
+    return run;
+}
+
+/* Everything but the fork-join fast path: f's state is s, ours. */
+static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool traced)
+{
+    if (traced && sf__status(s) != SF__DONE)
+        sf__trace_event(me, SF__EV_GSTART, s, 0);
+    switch (sf__status(s)) {
+    case SF__DONE:
+        if (traced)
+            sf__trace_event(me, SF__EV_GET, s, 0);
+        return done(me, f, s);
+    case SF__MOVED: return get_moved(me, f, s, traced);
+    case SF__RUNNING: errno = EDEADLK; return NULL; /* only ever here: ours, enclosing us */
+    case SF__PENDING: break;
+    default: errno = EINVAL; return NULL;
+    }
+    sf__get_submit(me, traced);
+    /* Relaxed: our own store; the submit may have promoted f. */
+    s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (sf__status(s) == SF__MOVED)
+        return get_moved(me, f, s, traced);
+    /* A thread that runs no task runs it here whatever its stack (as
+     * sf__get_slow does); near the end of a task's stack it goes to a
+     * fresh one as a slab future, which another thread may read. */
+    if (me->cur != NULL && !sf__stack_room(me)) {
+        if (!sf__pending_promote_one(&me->q, f)) {
+            /* No memory to move it: dropped, and said so. */
+            uint64_t end = sf__with_status(claim(me, f, s), SF__DONE) | SF__FAILED | SF__SEEN;
+            atomic_store_explicit(&f->region, ENOMEM, memory_order_relaxed);
+            __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
+            atomic_store_explicit(&f->state, end, memory_order_relaxed);
+            SF__BUMP(me->c_discarded);
+            errno = ENOMEM;
+            return NULL;
+        }
+        return get_moved(me, f, atomic_load_explicit(&f->state, memory_order_relaxed), traced);
+    }
+    uint64_t run = claim(me, f, s);
+    sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
+    /* Relaxed: our own completion. */
+    s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (traced)
+        sf__trace_event(me, SF__EV_GDONE, s, 0);
+    return done(me, f, s);
+}
+
+/* sf_task_get off the fork-join fast path: starts over. */
+static __attribute__((noinline, cold)) void *get_other(sf_task *t)
+{
+    sf_future *f = (sf_future *)t;
+    if (f == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Relaxed: only the maker writes f, and only the maker goes on. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    struct sf__thread *me = sf__thread_self();
+    if (me == NULL || sf__tag_thread(s) != me->id || sf__status(s) == SF__FREE) {
+        /* FREE: no task was queued in it (or zeroed memory); else another
+         * thread's (a thread with no struct made none). */
+        errno = sf__status(s) == SF__FREE ? EINVAL : EPERM;
+        return NULL;
+    }
+    return sf__trace_on ? get_slow(me, f, s, true) : get_slow(me, f, s, false);
+}
+
+SF_EXPORT void *sf_task_get(sf_task *t)
+{
+    /* The fork-join fast path (get.h, sf__get) with the plain claim of a
+     * local future: f is ours, pending, and nothing is to be published or
+     * traced. Anything else goes to get_other, which starts over. */
+    sf_future *f = (sf_future *)t;
+    struct sf__thread *me = sf__thread_self();
+    if (SF__UNLIKELY(f == NULL || me == NULL || sf__trace_on))
+        return get_other(t);
+    struct sf__pending *q = &me->q;
+    /* Relaxed: only the maker writes f. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    /* sf__stack_room also fails in a thread that runs no task (run.h, busy
+     * time), so me->cur is a task below. */
+    if (SF__UNLIKELY(!sf__pending_holds(q, s) || !sf__stack_room(me) ||
+                     atomic_load_explicit(&q->want, memory_order_relaxed)))
+        return get_other(t);
+    /* Submit (sf__get_submit): with a worker idle, publishing would promote
+     * f - the slow path's business. */
+    if (sf__pending_submit(q) != 0) {
+        if (SF__UNLIKELY(sf__pool_has_idle())) {
+            sf__pending_publish(q);
+            sf__pool_notify();
+            return get_other(t);
+        }
+        sf__pool_notify();
+    }
+    uint64_t run = sf__with_status(s, SF__RUNNING);
+    SF__ASSERT_TRANSITION(s, run);
+    atomic_store_explicit(&f->state, run, memory_order_relaxed);
+    sf__pending_trim_slot(q, sf__slot_mark(f));
+    uint64_t end = sf__run_body(me, f, run, SF__HOW_INLINE, false, me->cur, SF__RUN_LOCAL);
+    return SF__LIKELY(!(end & SF__FAILED)) ? f->val : failed(me, f);
+}
+
+SF_EXPORT const char *sf_task_error_message(void)
+{
+    struct sf__thread *me = sf__thread_self();
+    return me != NULL ? me->task_msg : NULL;
+}
