@@ -5,8 +5,10 @@
 # (CFLAGS; tools/bench/run wants an optimised build and says so otherwise);
 # libsf is linked statically, as the peers' headers-and-runtime are.
 
-bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf tools/bench/xget_sf
-EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/mem_sf tools/bench/xget_sf \
+bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
+	tools/bench/mem_sf tools/bench/xget_sf
+EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
+	tools/bench/mem_sf tools/bench/xget_sf \
 	tools/bench/bench_tbb tools/bench/bench_gomp
 
 tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h \
@@ -16,6 +18,12 @@ tools_bench_bench_sf_SOURCES = tools/bench/src/bench_sf.c tools/bench/src/common
 	tools/bench/src/classic.h
 tools_bench_bench_sf_LDADD = libsf.la
 tools_bench_bench_sf_LDFLAGS = -static
+
+# The same workloads with their tasks in the caller's frames (sf_task).
+tools_bench_bench_sftask_SOURCES = $(tools_bench_bench_sf_SOURCES)
+tools_bench_bench_sftask_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SF_TASK
+tools_bench_bench_sftask_LDADD = libsf.la
+tools_bench_bench_sftask_LDFLAGS = -static
 
 tools_bench_mem_sf_SOURCES = tools/bench/src/mem_sf.c tools/bench/src/common.h
 tools_bench_mem_sf_LDADD = libsf.la

@@ -2,6 +2,12 @@
  * bench_sf.c - the workloads on libsf: sf_do() queues, sf_get() runs/gets,
  * sf_release() drops. Threads: sf_config.threads = N (N - 1 pool workers plus
  * the calling thread). See common.h for the command line.
+ *
+ * Built a second time with BENCH_SF_TASK (bench_sftask, runtime "libsf-task"):
+ * every task that is got in the frame that made it - all of them but the
+ * loops' - lives in that frame instead, an sf_task (sf_task_do,
+ * sf_task_get; nothing to release). The workload code is the same, written
+ * against SPAWN and JOIN below.
  */
 #include "common.h"
 
@@ -31,6 +37,25 @@ static sf_future *do_or_die(void *(*fn)(void *), void *arg)
     return f;
 }
 
+static uint64_t get_release(sf_future *f);
+
+#ifdef BENCH_SF_TASK
+#define RUNTIME_NAME "libsf-task"
+typedef sf_task handle;
+static void spawn(sf_task *t, void *(*fn)(void *), void *arg)
+{
+    if (sf_task_do(t, fn, arg) != 0)
+        die_do();
+}
+#define SPAWN(h, fn, arg) spawn(&(h), (fn), (arg))
+#define JOIN(h) ((uint64_t)(uintptr_t)sf_task_get(&(h)))
+#else
+#define RUNTIME_NAME "libsf"
+typedef sf_future *handle;
+#define SPAWN(h, fn, arg) ((h) = do_or_die((fn), (arg)))
+#define JOIN(h) get_release(h)
+#endif
+
 /* ---- fib: a = sf_do(fib, n-1); b = fib(n-2); r = get(a) + b ---------------- */
 
 __attribute__((noinline)) static void *fib(void *arg)
@@ -38,10 +63,10 @@ __attribute__((noinline)) static void *fib(void *arg)
     long n = (long)(intptr_t)arg;
     if (n < 2)
         return (void *)(intptr_t)n;
-    sf_future *a = do_or_die(fib, (void *)(intptr_t)(n - 1));
+    handle a;
+    SPAWN(a, fib, (void *)(intptr_t)(n - 1));
     long b = (long)(intptr_t)fib((void *)(intptr_t)(n - 2));
-    long r = (long)(intptr_t)sf_get(a) + b;
-    sf_release(a);
+    long r = (long)JOIN(a) + b;
     return (void *)(intptr_t)r;
 }
 
@@ -56,32 +81,28 @@ static void *tput_child(void *arg)
 static void *tput_parent(void *arg)
 {
     long i = (long)(intptr_t)arg;
-    sf_future **c = malloc((size_t)P.inner * sizeof *c);
+    handle *c = malloc((size_t)P.inner * sizeof *c);
     if (!c)
         exit(3);
     for (long j = 0; j < P.inner; j++)
-        c[j] = do_or_die(tput_child, (void *)(uintptr_t)(i * P.inner + j + 1));
+        SPAWN(c[j], tput_child, (void *)(uintptr_t)(i * P.inner + j + 1));
     uint64_t sum = 0;
-    for (long j = 0; j < P.inner; j++) {
-        sum += (uint64_t)(uintptr_t)sf_get(c[j]);
-        sf_release(c[j]);
-    }
+    for (long j = 0; j < P.inner; j++)
+        sum += JOIN(c[j]);
     free(c);
     return (void *)(uintptr_t)sum;
 }
 
 static uint64_t run_tput(void)
 {
-    sf_future **f = malloc((size_t)P.outer * sizeof *f);
+    handle *f = malloc((size_t)P.outer * sizeof *f);
     if (!f)
         exit(3);
     for (long i = 0; i < P.outer; i++)
-        f[i] = do_or_die(tput_parent, (void *)(intptr_t)i);
+        SPAWN(f[i], tput_parent, (void *)(intptr_t)i);
     uint64_t sum = 0;
-    for (long i = 0; i < P.outer; i++) {
-        sum += (uint64_t)(uintptr_t)sf_get(f[i]);
-        sf_release(f[i]);
-    }
+    for (long i = 0; i < P.outer; i++)
+        sum += JOIN(f[i]);
     free(f);
     return sum;
 }
@@ -97,16 +118,14 @@ static void *uneven_item(void *arg)
 
 static uint64_t run_uneven(void)
 {
-    sf_future **f = malloc((size_t)P.items * sizeof *f);
+    handle *f = malloc((size_t)P.items * sizeof *f);
     if (!f)
         exit(3);
     for (long i = 0; i < P.items; i++)
-        f[i] = do_or_die(uneven_item, (void *)(intptr_t)i);
+        SPAWN(f[i], uneven_item, (void *)(intptr_t)i);
     uint64_t sum = 0;
-    for (long i = 0; i < P.items; i++) {
-        sum += (uint64_t)(uintptr_t)sf_get(f[i]);
-        sf_release(f[i]);
-    }
+    for (long i = 0; i < P.items; i++)
+        sum += JOIN(f[i]);
     free(f);
     return sum;
 }
@@ -155,19 +174,19 @@ static void *nqueens(void *arg)
         return (void *)(uintptr_t)NQ_RES(1, 1);
     unsigned mask = (1u << n) - 1;
     unsigned avail = ~(cols | d1 | d2) & mask;
-    sf_future *c[16];
+    handle c[16];
     int k = 0;
     while (avail) {
         unsigned bit = avail & -avail;
         avail &= avail - 1;
-        c[k++] = do_or_die(nqueens, (void *)(uintptr_t)NQ_PACK(row + 1, cols | bit,
-                                                               ((d1 | bit) << 1) & mask,
-                                                               (d2 | bit) >> 1));
+        SPAWN(c[k], nqueens, (void *)(uintptr_t)NQ_PACK(row + 1, cols | bit,
+                                                        ((d1 | bit) << 1) & mask,
+                                                        (d2 | bit) >> 1));
+        k++;
     }
     uint64_t sol = 0, nodes = 1;
     for (int i = 0; i < k; i++) {
-        uint64_t r = (uint64_t)(uintptr_t)sf_get(c[i]);
-        sf_release(c[i]);
+        uint64_t r = JOIN(c[i]);
         sol += NQ_SOL(r);
         nodes += NQ_NODES(r);
     }
@@ -182,9 +201,9 @@ static void *chain(void *arg)
     bench_spin((uint64_t)d, P.iters);
     if (d >= P.depth)
         return (void *)1;
-    sf_future *f = do_or_die(chain, (void *)(intptr_t)(d + 1));
-    long r = (long)(intptr_t)sf_get(f);
-    sf_release(f);
+    handle f;
+    SPAWN(f, chain, (void *)(intptr_t)(d + 1));
+    long r = (long)JOIN(f);
     return (void *)(intptr_t)(r + 1);
 }
 
@@ -194,14 +213,12 @@ static void *tree(void *arg)
     bench_spin((uint64_t)d, P.iters);
     if (d >= P.depth)
         return (void *)1;
-    sf_future *c[64];
+    handle c[64];
     for (long i = 0; i < P.fanout; i++)
-        c[i] = do_or_die(tree, (void *)(intptr_t)(d + 1));
+        SPAWN(c[i], tree, (void *)(intptr_t)(d + 1));
     uint64_t sum = 1;
-    for (long i = 0; i < P.fanout; i++) {
-        sum += (uint64_t)(uintptr_t)sf_get(c[i]);
-        sf_release(c[i]);
-    }
+    for (long i = 0; i < P.fanout; i++)
+        sum += JOIN(c[i]);
     return (void *)(uintptr_t)sum;
 }
 
@@ -222,14 +239,14 @@ static void *uts(void *arg)
     if (P.work)
         bench_spin(node, P.work);
     int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
-    sf_future *buf[UTS_MAX_CHILDREN], **c = buf;
+    handle buf[UTS_MAX_CHILDREN], *c = buf;
     if (k > UTS_MAX_CHILDREN && !(c = malloc((size_t)k * sizeof *c))) /* the T3 root */
         exit(3);
     for (int i = 0; i < k; i++)
-        c[i] = do_or_die(uts, (void *)(uintptr_t)uts_child_node(node, i));
+        SPAWN(c[i], uts, (void *)(uintptr_t)uts_child_node(node, i));
     uint64_t n = 1;
     for (int i = 0; i < k; i++)
-        n += get_release(c[i]);
+        n += JOIN(c[i]);
     if (c != buf)
         free(c);
     return (void *)(uintptr_t)n;
@@ -271,9 +288,11 @@ static void *cmerge(void *arg)
     j.dst[ma + lb] = j.a[ma];
     struct merge_job lo = {j.a, j.b, ma, lb, j.dst};
     struct merge_job hi = {j.a + ma + 1, j.b + lb, j.na - ma - 1, j.nb - lb, j.dst + ma + lb + 1};
-    sf_future *f0 = do_or_die(cmerge, &lo), *f1 = do_or_die(cmerge, &hi);
-    uint64_t t = 2 + get_release(f0);
-    t += get_release(f1);
+    handle f0, f1;
+    SPAWN(f0, cmerge, &lo);
+    SPAWN(f1, cmerge, &hi);
+    uint64_t t = 2 + JOIN(f0);
+    t += JOIN(f1);
     return (void *)(uintptr_t)t;
 }
 
@@ -289,18 +308,18 @@ static void *csort(void *arg)
                             {j.a + q, j.tmp + q, q},
                             {j.a + 2 * q, j.tmp + 2 * q, q},
                             {j.a + 3 * q, j.tmp + 3 * q, j.n - 3 * q}};
-    sf_future *f[4];
+    handle f[4];
     for (int i = 0; i < 4; i++)
-        f[i] = do_or_die(csort, &s[i]);
+        SPAWN(f[i], csort, &s[i]);
     uint64_t t = 6;
     for (int i = 0; i < 4; i++)
-        t += get_release(f[i]);
+        t += JOIN(f[i]);
     struct merge_job m0 = {j.a, j.a + q, q, q, j.tmp};
     struct merge_job m1 = {j.a + 2 * q, j.a + 3 * q, q, j.n - 3 * q, j.tmp + 2 * q};
-    f[0] = do_or_die(cmerge, &m0);
-    f[1] = do_or_die(cmerge, &m1);
-    t += get_release(f[0]);
-    t += get_release(f[1]);
+    SPAWN(f[0], cmerge, &m0);
+    SPAWN(f[1], cmerge, &m1);
+    t += JOIN(f[0]);
+    t += JOIN(f[1]);
     struct merge_job all = {j.tmp, j.tmp + 2 * q, 2 * q, j.n - 2 * q, j.a};
     t += (uint64_t)(uintptr_t)cmerge(&all);
     return (void *)(uintptr_t)t;
@@ -323,15 +342,15 @@ static void *matmul(void *arg)
     }
     for (int phase = 0; phase < 2; phase++) {
         struct mm_job s[4];
-        sf_future *f[4];
+        handle f[4];
         for (int q = 0; q < 4; q++) {
             mm_quadrant(j->c, j->a, j->b, j->n, MM_LD(P.size), phase, q, &s[q].c, &s[q].a,
                         &s[q].b);
             s[q].n = j->n / 2;
-            f[q] = do_or_die(matmul, &s[q]);
+            SPAWN(f[q], matmul, &s[q]);
         }
         for (int q = 0; q < 4; q++)
-            get_release(f[q]);
+            JOIN(f[q]);
     }
     return NULL;
 }
@@ -370,12 +389,15 @@ static void *knapsack(void *arg)
     const struct ks_item *it = &ks_items[j.i];
     struct ks_job take = {j.i + 1, j.c - it->weight, j.v + it->value};
     struct ks_job skip = {j.i + 1, j.c, j.v};
-    sf_future *ft = it->weight <= j.c ? do_or_die(knapsack, &take) : NULL;
-    sf_future *fs = do_or_die(knapsack, &skip);
+    handle ft, fs;
+    bool fits = it->weight <= j.c;
+    if (fits)
+        SPAWN(ft, knapsack, &take);
+    SPAWN(fs, knapsack, &skip);
     uint64_t t = 0;
-    if (ft) /* got in order: take, then skip */
-        t += 1 + get_release(ft);
-    t += 1 + get_release(fs);
+    if (fits) /* got in order: take, then skip */
+        t += 1 + JOIN(ft);
+    t += 1 + JOIN(fs);
     return (void *)(uintptr_t)t;
 }
 
@@ -441,13 +463,17 @@ int main(int argc, char **argv)
         tasks = NQ_NODES(r) - 1;
     } else if (strcmp(w, "chain") == 0) {
         t0 = bench_now();
-        got = get_release(do_or_die(chain, (void *)1));
+        handle h;
+        SPAWN(h, chain, (void *)1);
+        got = JOIN(h);
         t1 = bench_now();
         want = (uint64_t)P.depth;
         tasks = (uint64_t)P.depth;
     } else if (strcmp(w, "tree") == 0) {
         t0 = bench_now();
-        got = get_release(do_or_die(tree, (void *)0));
+        handle h;
+        SPAWN(h, tree, (void *)0);
+        got = JOIN(h);
         t1 = bench_now();
         want = bench_tree_nodes(P.fanout, P.depth);
         tasks = want;
@@ -505,7 +531,7 @@ int main(int argc, char **argv)
              (unsigned long long)(s1.discarded - s0.discarded),
              (unsigned long long)(s1.gets_blocked - s0.gets_blocked),
              (unsigned long long)(s1.sleeps - s0.sleeps), s1.peak_busy, s1.workers);
-    int rc = bench_report("libsf", &P, t1 - t0, tasks, got, want, extra);
+    int rc = bench_report(RUNTIME_NAME, &P, t1 - t0, tasks, got, want, extra);
     /* A loop makes its participants, not one task per item. */
     if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != tasks)) {
         /* A counter bug, not a wrong result: warn, the harness shows it. */
