@@ -197,9 +197,10 @@ sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local
     /* Relaxed: the slot is published by the release store of bottom. */
     atomic_store_explicit(&r->slot[b & r->mask], slot, memory_order_relaxed);
     /* A local future has no sleepers (future.h): its waiters holds the low
-     * bits of its slot's index while it is pending, for the owner's trim
-     * of a slot between others (sf__pending_trim_slow); its claimer zeroes
-     * it. Relaxed: this thread's alone. */
+     * bits of its slot's index while it is pending, for the owner's trims
+     * (sf__pending_trim_local, and sf__pending_trim_slow of a slot between
+     * others); its claimer zeroes it off the fast path. Relaxed: this
+     * thread's alone. */
     if (local)
         atomic_store_explicit(&f->waiters, (uint32_t)b, memory_order_relaxed);
     /* Release: a scanner that loads bottom (acquire) sees the slot. */
@@ -312,6 +313,27 @@ static inline void sf__pending_trim_slot(struct sf__pending *q, sf_future *slot)
 static inline void sf__pending_trim(struct sf__pending *q, sf_future *f)
 {
     sf__pending_trim_slot(q, f);
+}
+
+/*
+ * The same for a local future f just claimed by the owner, before anything
+ * else touches the queue or f's waiters: its slot's index is in waiters
+ * (sf__pending_put), so the newest-slot test needs no load through the
+ * ring. Matching the low 32 bits of bottom - 1 is enough: f's slot is in
+ * [top, bottom) (only the owner moves either, and it has not since f was
+ * pending), and two indices of that range 2^32 apart would need a ring of
+ * 32 GiB of slots.
+ */
+static inline void sf__pending_trim_local(struct sf__pending *q, sf_future *f)
+{
+    SF__OWNER_CHECK(q, "trimming a pending queue");
+    uint64_t b = SF__OWN_LOAD(&q->bottom);
+    /* Relaxed: written by this thread alone (sf__pending_put). */
+    uint32_t idx = atomic_load_explicit(&f->waiters, memory_order_relaxed);
+    if (SF__LIKELY(b > SF__OWN_LOAD(&q->top) && (uint32_t)(b - 1) == idx))
+        sf__pending_set_bottom(q, b - 1);
+    else
+        sf__pending_trim_slow(q, sf__slot_mark(f));
 }
 
 /*

@@ -168,7 +168,7 @@ static inline uint64_t claim(struct sf__thread *me, sf_future *f, uint64_t s)
     uint64_t run = sf__with_status(s, SF__RUNNING);
     SF__ASSERT_TRANSITION(s, run);
     atomic_store_explicit(&f->state, run, memory_order_relaxed);
-    sf__pending_trim_slot(&me->q, sf__slot_mark(f));
+    sf__pending_trim_local(&me->q, f);
     /* Its slot's index, kept there while pending (sf__pending_put): a
      * completion off the fast path reads waiters. */
     atomic_store_explicit(&f->waiters, 0, memory_order_relaxed);
@@ -270,7 +270,7 @@ SF_EXPORT void *sf_task_get(sf_task *t)
     uint64_t run = sf__with_status(s, SF__RUNNING);
     SF__ASSERT_TRANSITION(s, run);
     atomic_store_explicit(&f->state, run, memory_order_relaxed);
-    sf__pending_trim_slot(q, sf__slot_mark(f));
+    sf__pending_trim_local(q, f);
     uint64_t end = sf__run_body(me, f, run, SF__HOW_INLINE, false, me->cur, SF__RUN_LOCAL);
     return SF__LIKELY(!(end & SF__FAILED)) ? f->val : failed(me, f);
 }

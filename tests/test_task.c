@@ -98,6 +98,13 @@ static void *get_shared(void *arg)
     return r == NULL && errno == EPERM ? (void *)1 : NULL;
 }
 
+static void *get_self(void *arg)
+{
+    errno = 0;
+    void *r = sf_task_get(arg);
+    return r == NULL ? (void *)(long)errno : NULL;
+}
+
 START_TEST(errors)
 {
     tu_env_threads(2);
@@ -124,6 +131,18 @@ START_TEST(errors)
     ck_assert_int_eq(atomic_load(&ran), 0);
     ck_assert_ptr_eq(sf_task_get(&shared), (void *)5);
     ck_assert_ptr_null(sf_task_error_message());
+    /* Got again: the same result, nothing runs twice. */
+    ck_assert_ptr_eq(sf_task_get(&shared), (void *)5);
+    ck_assert_int_eq(atomic_load(&ran), 1);
+    sf_shutdown();
+    /* A task that gets itself: EDEADLK, and it still completes. At one
+     * thread, so that it runs on its maker (on a worker its get would be
+     * another thread's: EPERM). */
+    tu_env_threads(1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_task self;
+    ck_assert_int_eq(sf_task_do(&self, get_self, &self), 0);
+    ck_assert_ptr_eq(sf_task_get(&self), (void *)(long)EDEADLK);
     sf_shutdown();
 }
 END_TEST
