@@ -39,7 +39,9 @@
  * private when the thread publishes it: at a get while a pool worker is
  * idle, when a worker or a blocked getter asks for work, at thread exit.
  * Then the claim is one compare-and-swap. Without membarrier(2) (Linux
- * < 4.14) each private claim and each completion also costs a fence.
+ * < 4.14) each private claim and each completion also costs a fence. A task
+ * in caller storage (sf_task_do()) is never published where it lies: its
+ * thread moves it into a libsf future first ("Tasks in caller storage").
  *
  * Help-first waiting, and its one limitation. A get whose task runs on
  * another thread runs other pending tasks meanwhile; it returns only after
@@ -337,8 +339,9 @@ SF_EXPORT void sf_release(sf_future *f);
  * Tasks in caller storage: strictly nested fork-join without the heap.
  *
  * A future made by sf_do() lives in libsf's memory until sf_release(). For
- * the tightest recursions (fib, tree walks, branch and bound) that
- * allocation and release are a third of a task's cost. sf_task_do() instead
+ * the tightest recursions (fib, tree walks, branch and bound) the handle -
+ * allocated, released, its state kept for any thread - is about half of
+ * what a task costs over a plain call (README, Performance). sf_task_do() instead
  * keeps the task in an sf_task the caller provides - usually a local
  * variable - and sf_task_get() returns its result; there is nothing to
  * release. The task is queued, submitted, stolen and run exactly like one
