@@ -37,7 +37,7 @@ _Static_assert(sizeof(sf_task) == sizeof(struct sf_future), "an sf_task holds a 
 _Static_assert(_Alignof(sf_task) >= _Alignof(struct sf_future), "an sf_task holds a future");
 _Static_assert(_Alignof(struct sf_future) > SF__SLOT_LOCAL, "a slot's mark is a free bit");
 
-/* Queues f's task (fn and val written) for `me`; false: no ring room. */
+/* Writes f's task for `me` (the push comes after). */
 static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
                                                         void *(*fn)(void *), void *arg)
 {
