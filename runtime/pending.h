@@ -71,7 +71,9 @@
  * Invariant (deadlock freedom rests on it, see get.c): every future that is
  * PENDING under this queue's tag is referenced by a slot in [top, bottom) of
  * the current ring, and can be claimed by any thread through
- * sf__pending_claim_foreign whatever the owner does. Push adds at bottom;
+ * sf__pending_claim_foreign whatever the owner does - but for a local
+ * future, which no thread but its maker claims or waits for (Local
+ * futures), so no other thread's progress depends on it. Push adds at bottom;
  * top and bottom move only past slots whose future the mover claimed, or
  * that is not PENDING under this queue's tag (then it is no task of ours,
  * or no longer pending).
@@ -320,9 +322,9 @@ static inline void sf__pending_trim(struct sf__pending *q, sf_future *f)
  * else touches the queue or f's waiters: its slot's index is in waiters
  * (sf__pending_put), so the newest-slot test needs no load through the
  * ring. Matching the low 32 bits of bottom - 1 is enough: f's slot is in
- * [top, bottom) (only the owner moves either, and it has not since f was
- * pending), and two indices of that range 2^32 apart would need a ring of
- * 32 GiB of slots.
+ * [top, bottom) (they move only past slots whose task was claimed, and f
+ * was pending until the claim just before this call), and two indices of
+ * that range 2^32 apart would need a ring of 32 GiB of slots.
  */
 static inline void sf__pending_trim_local(struct sf__pending *q, sf_future *f)
 {
