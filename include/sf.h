@@ -72,8 +72,9 @@
  *
  * fork(). The child of a process that uses libsf starts with no runtime: its
  * first sf_do() (or sf_init()) starts a fresh one, from the environment,
- * with its own pool; the parent goes on unaffected. Futures made before the
- * fork are invalid in the child: neither get nor release them there. The
+ * with its own pool; the parent goes on unaffected. Futures and sf_tasks
+ * made before the fork are invalid in the child: neither get nor release
+ * them there. The
  * child does not trace to SF_TRACE_FILE, which is the parent's trace (one
  * line on stderr says so if tracing was asked for); stderr or an sf_config
  * trace_file of its own work. Fork from a thread that is not running a
