@@ -1,7 +1,8 @@
 /*
  * test_stress.c - randomised stress. Random nested trees of futures (each
  * node spawns 0..MAX_KIDS children, gets them in a random order, some twice,
- * releases some without a get, calls some directly), run on the calling
+ * releases some without a get, calls some directly, keeps some as tasks in
+ * its frame - sf_task - got among the others), run on the calling
  * thread, and on several pthreads of ours at once together with futures that
  * one thread makes and all of them get. Every value is checked against a
  * sequential recomputation of the same shape, which never calls libsf: a
@@ -139,7 +140,9 @@ static void shuffle(struct rng *r, unsigned *a, unsigned n)
 #define KEY_MASK ((uint64_t)(UINTPTR_MAX >> 8))
 #define ARG_VERIFY 0x80u
 
-enum fate { GET_ONCE, GET_TWICE, RELEASE, DIRECT };
+/* TASK: a task in the node's frame (sf_task_do / sf_task_get), got once
+ * or twice, in the same shuffled order as the futures beside it. */
+enum fate { GET_ONCE, GET_TWICE, RELEASE, DIRECT, TASK };
 
 static unsigned node_kids(uint64_t key, unsigned depth)
 {
@@ -159,7 +162,7 @@ static unsigned kid_depth(uint64_t kid, unsigned depth)
 static enum fate kid_fate(uint64_t kid)
 {
     unsigned h = (unsigned)(salted(kid, 3) % 16);
-    return h < 8 ? GET_ONCE : h < 10 ? GET_TWICE : h < 13 ? RELEASE : DIRECT;
+    return h < 5 ? GET_ONCE : h < 8 ? TASK : h < 10 ? GET_TWICE : h < 13 ? RELEASE : DIRECT;
 }
 
 static uintptr_t leaf_value(uint64_t key) { return (uintptr_t)(salted(key, 4) & 0xffff) + 1; }
@@ -225,6 +228,7 @@ static uintptr_t node_body(uint64_t key, unsigned depth)
 {
     unsigned n = node_kids(key, depth), order[MAX_KIDS];
     sf_future *f[MAX_KIDS];
+    sf_task t[MAX_KIDS];
     uint64_t k[MAX_KIDS];
     unsigned d[MAX_KIDS];
     enum fate fa[MAX_KIDS];
@@ -235,6 +239,15 @@ static uintptr_t node_body(uint64_t key, unsigned depth)
         f[i] = NULL;
         if (fa[i] == DIRECT)
             continue;
+        if (fa[i] == TASK) {
+            if (sf_task_do(&t[i], node_task, encode(k[i], d[i], 0)) == 0) {
+                bump(&n_created);
+            } else {
+                fail_note("sf_task_do failed: %s", strerror(errno));
+                fa[i] = DIRECT;
+            }
+            continue;
+        }
         f[i] = sf_do(node_task, encode(k[i], d[i], fa[i] == RELEASE));
         if (f[i] == NULL) {
             fail_note("sf_do failed: %s", strerror(errno));
@@ -254,6 +267,22 @@ static uintptr_t node_body(uint64_t key, unsigned depth)
         switch (fa[i]) {
         case DIRECT:
             sum += node_body(k[i], d[i]);
+            break;
+        case TASK:
+            errno = 0;
+            v = (uintptr_t)sf_task_get(&t[i]);
+            bump(&n_gets);
+            if (v == 0)
+                fail_note("node %#llx: sf_task_get failed: %s", (unsigned long long)k[i],
+                          strerror(errno));
+            if (salted(k[i], 6) % 4 == 0) {
+                v2 = (uintptr_t)sf_task_get(&t[i]);
+                bump(&n_gets);
+                if (v2 != v)
+                    fail_note("node %#llx: a second sf_task_get returned %lu, the first %lu",
+                              (unsigned long long)k[i], (unsigned long)v2, (unsigned long)v);
+            }
+            sum += v;
             break;
         case RELEASE:
             done = sf_is_done(f[i]);
