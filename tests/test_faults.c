@@ -600,6 +600,37 @@ static void *ffib(void *arg)
     return (void *)(get_fib(a, n - 1) + b);
 }
 
+/* The same with the task in the frame (sf_task): exact whatever fails. */
+static void *task_fib(void *arg)
+{
+    long n = (long)arg;
+    if (n < 2)
+        return (void *)n;
+    sf_task t;
+    errno = 0;
+    bool queued = sf_task_do(&t, task_fib, (void *)(n - 1)) == 0;
+    if (queued)
+        atomic_fetch_add(&made, 1);
+    else
+        check_errno("sf_task_do", errno, do_errnos);
+    long b = (long)task_fib((void *)(n - 2));
+    if (!queued)
+        return (void *)(plain_fib(n - 1) + b);
+    errno = 0;
+    void *v = sf_task_get(&t);
+    long a = (long)v;
+    if (v == NULL && n - 1 >= 1) {
+        if (errno == 0)
+            bad_note("sf_task_get of fib(%ld) returned NULL with errno 0", n - 1);
+        else
+            check_errno("sf_task_get", errno, get_errnos);
+        a = plain_fib(n - 1);
+    } else if (a != plain_fib(n - 1)) {
+        bad_note("sf_task_get of fib(%ld) returned %ld", n - 1, a);
+    }
+    return (void *)(a + b);
+}
+
 static atomic_long counted; /* count_task runs */
 
 static void *count_task(void *arg)
@@ -646,6 +677,39 @@ static void *chain(void *arg)
     }
     sf_release(c);
     return (void *)(r < 0 ? r : r + 1);
+}
+
+/* The same chain with each level's task in its frame (sf_task): past the
+ * red line each get moves its task to a libsf future and a fresh stack. */
+static void *task_chain(void *arg)
+{
+    long k = (long)arg;
+    if (k <= 1)
+        return (void *)1L;
+    sf_task t;
+    errno = 0;
+    if (sf_task_do(&t, task_chain, (void *)(k - 1)) != 0) {
+        chain_failed(k, "sf_task_do", errno, do_errnos);
+        return (void *)CHAIN_FAILED;
+    }
+    atomic_fetch_add(&made, 1);
+    errno = 0;
+    long r = (long)sf_task_get(&t);
+    if (r == 0) {
+        chain_failed(k, "sf_task_get", errno, get_errnos);
+        return (void *)CHAIN_FAILED;
+    }
+    return (void *)(r < 0 ? r : r + 1);
+}
+
+/* Its root, as chain_root's below. */
+static void *task_chain_root(void *arg)
+{
+    long depth = (long)arg;
+    long r = (long)task_chain((void *)depth);
+    if (r != depth && !(r == CHAIN_FAILED && atomic_load(&chain_fail_level) != 0))
+        bad_note("a chain of sf_tasks %ld deep returned %ld", depth, r);
+    return (void *)r;
 }
 
 /* The root of a chain, on a thread of its own (its stack size chosen by the
@@ -763,7 +827,11 @@ static void work(const struct variant *v, struct run *r)
         pthread_t t;
         if (spawn(&t, chain_root, (void *)v->chain, CHAIN_ROOT_STACK) == 0)
             join(t);
+        if (spawn(&t, task_chain_root, (void *)v->chain, CHAIN_ROOT_STACK) == 0)
+            join(t);
     }
+    if ((long)task_fib((void *)12L) != 144)
+        bad_note("fib(12) with sf_tasks was not 144");
     sf_future *f1 = do_checked(ffib, (void *)12L);
     struct foreign_arg fa = {NULL};
     pthread_t t;
