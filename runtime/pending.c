@@ -254,6 +254,24 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
     return NULL;
 }
 
+/* Owner: the index in [tp, b) of r of the slot holding `slot`, a pending
+ * local future marked; UINT64_MAX if none. Its index is in its waiters
+ * (sf__pending_put): the low 32 bits of one below b, whose distance from b
+ * fits them (a ring of 2^32 slots would be 32 GiB); else a search finds it. */
+static uint64_t local_slot(struct sf__ring *r, uint64_t tp, uint64_t b, sf_future *slot)
+{
+    if (b <= tp)
+        return UINT64_MAX;
+    uint32_t lo = atomic_load_explicit(&sf__slot_future(slot)->waiters, memory_order_relaxed);
+    uint64_t i = b - 1 - (uint32_t)((uint32_t)(b - 1) - lo);
+    if (i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == slot)
+        return i;
+    for (i = b; i > tp; i--)
+        if (SF__OWN_LOAD(&r->slot[(i - 1) & r->mask]) == slot)
+            return i - 1;
+    return UINT64_MAX;
+}
+
 /* Owner, after claiming the future whose slot holds `slot`, when that slot
  * was not the newest (pending.h, sf__pending_trim_slot). */
 void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
@@ -289,22 +307,11 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
     if (gone || !sf__slot_local(slot))
         return;
     /* A local future's slot between pending ones: cleared, since its memory
-     * is about to be the caller's again (Local futures). Its index is in
-     * waiters (sf__pending_put): the low 32 bits of one below b0, whose
-     * distance from b0 fits them (a ring of 2^32 slots would be 32 GiB;
-     * else the search below finds it). Relaxed: scanners never read
-     * through a marked slot, so they need no order with this. */
-    uint32_t lo = atomic_load_explicit(&sf__slot_future(slot)->waiters, memory_order_relaxed);
-    uint64_t i = b0 - 1 - (uint32_t)((uint32_t)(b0 - 1) - lo);
-    if (i >= tp && i < b && SF__OWN_LOAD(&r->slot[i & r->mask]) == slot) {
+     * is about to be the caller's again (Local futures). Relaxed: scanners
+     * never read through a marked slot, so they need no order with this. */
+    uint64_t i = local_slot(r, tp, b, slot);
+    if (i != UINT64_MAX)
         atomic_store_explicit(&r->slot[i & r->mask], NULL, memory_order_relaxed);
-        return;
-    }
-    for (i = b; i > tp; i--)
-        if (SF__OWN_LOAD(&r->slot[(i - 1) & r->mask]) == slot) {
-            atomic_store_explicit(&r->slot[(i - 1) & r->mask], NULL, memory_order_relaxed);
-            return;
-        }
 }
 
 /* Owner: promote the local future marked in slot i, p (Local futures): a
@@ -376,11 +383,9 @@ bool sf__pending_promote_one(struct sf__pending *q, sf_future *f)
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
     sf_future *p = sf__slot_mark(f);
-    for (uint64_t i = b; i > tp; i--)
-        if (SF__OWN_LOAD(&r->slot[(i - 1) & r->mask]) == p)
-            return promote(q, r, i - 1, p);
-    SF__ASSERT(0, "a pending local future has its slot");
-    return false;
+    uint64_t i = local_slot(r, tp, b, p);
+    SF__ASSERT(i != UINT64_MAX, "a pending local future has its slot");
+    return i != UINT64_MAX && promote(q, r, i, p);
 }
 
 /*
