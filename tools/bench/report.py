@@ -428,11 +428,11 @@ def main():
             goal(name, None, "not measured")
         else:
             goal(name, a <= 1.2 * s, "libsf/seq " + ratio_str(a, s))
+    # The fork-join runtimes that ran at all (libsf-task may be left out).
+    ran_fj = [rt for rt in FORK_JOIN_RUNTIMES if any(k[2] == rt for k in cells)]
     # Workloads with parallelism: libsf at 2 threads <= 0.55 x its own 1 thread.
-    for rt in FORK_JOIN_RUNTIMES:
+    for rt in ran_fj:
         lab = RUNTIME_LABEL[rt]
-        if not any(k[2] == rt for k in cells):
-            continue
         for w in SCALING_WORKLOADS:
             a, b = med(w, 2, rt), med(w, 1, rt)
             name = "%s @2: %s <= 0.55 x %s @1" % (w, lab, lab)
@@ -441,10 +441,8 @@ def main():
             else:
                 goal(name, a <= 0.55 * b, "@2/@1 " + ratio_str(a, b))
     # UTS trees at 2 threads: against sequential and oneTBB.
-    for rt in FORK_JOIN_RUNTIMES:
+    for rt in ran_fj:
         lab = RUNTIME_LABEL[rt]
-        if not any(k[2] == rt for k in cells):
-            continue
         for w in ("uts-t1", "uts-t3"):
             a, s, b = med(w, 2, rt), seq_time(w), tb(w, 2)
             name = "%s @2: %s <= 0.65 x sequential" % (w, lab)
