@@ -254,16 +254,24 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
     return NULL;
 }
 
+/* The index of a pending local future's slot from b (bottom) and lo, the
+ * low 32 bits of that index kept in its waiters (sf__pending_put): the one
+ * below b with those bits, as the slot is in [top, b) and b - top < 2^32 (a
+ * ring of 2^32 slots would be 32 GiB). */
+static inline uint64_t local_index(uint64_t b, uint32_t lo)
+{
+    return b - 1 - (uint32_t)((uint32_t)(b - 1) - lo);
+}
+
 /* Owner: the index in [tp, b) of r of the slot holding `slot`, a pending
- * local future marked; UINT64_MAX if none. Its index is in its waiters
- * (sf__pending_put): the low 32 bits of one below b, whose distance from b
- * fits them (a ring of 2^32 slots would be 32 GiB); else a search finds it. */
+ * local future marked; UINT64_MAX if none. local_index says where; if that
+ * slot holds another, a search finds it. */
 static uint64_t local_slot(struct sf__ring *r, uint64_t tp, uint64_t b, sf_future *slot)
 {
     if (b <= tp)
         return UINT64_MAX;
-    uint32_t lo = atomic_load_explicit(&sf__slot_future(slot)->waiters, memory_order_relaxed);
-    uint64_t i = b - 1 - (uint32_t)((uint32_t)(b - 1) - lo);
+    uint64_t i = local_index(
+        b, atomic_load_explicit(&sf__slot_future(slot)->waiters, memory_order_relaxed));
     if (i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == slot)
         return i;
     for (i = b; i > tp; i--)
@@ -272,30 +280,37 @@ static uint64_t local_slot(struct sf__ring *r, uint64_t tp, uint64_t b, sf_futur
     return UINT64_MAX;
 }
 
-/* Owner, after claiming the future whose slot holds `slot`, when that slot
- * was not the newest (pending.h, sf__pending_trim_slot). */
-void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
+/* Owner: drops the slots at the bottom of [tp, b) that hold no pending
+ * task (NULL, or a future claimed since) and returns the new bottom. The
+ * ring keeps what they held until the next push. Relaxed loads of the
+ * states: a stale "not pending" only means the claim already happened, and
+ * nothing is read through a dropped slot. A marked slot is a live future
+ * of ours (Local futures). */
+static inline __attribute__((always_inline)) uint64_t
+trim_bottom(struct sf__pending *q, struct sf__ring *r, uint64_t tp, uint64_t b)
 {
-    SF__OWNER_CHECK(q, "trimming a pending queue");
-    uint64_t b0 = SF__OWN_LOAD(&q->bottom), b = b0;
-    uint64_t tp = SF__OWN_LOAD(&q->top);
-    struct sf__ring *r = SF__OWN_LOAD(&q->ring);
-    bool gone = false; /* the claimed slot was dropped here */
+    uint64_t b0 = b;
     while (b > tp) {
         sf_future *g = SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]);
-        /* Relaxed: a stale "not pending" only means the claim already
-         * happened; nothing is read through g. A marked slot is a live
-         * future of ours (Local futures). */
-        if (g == slot)
-            gone = true;
-        else if (g != NULL && sf__pending_holds(q, atomic_load_explicit(
-                                                       &sf__slot_future(g)->state,
-                                                       memory_order_relaxed)))
+        if (g != NULL && sf__pending_holds(q, atomic_load_explicit(&sf__slot_future(g)->state,
+                                                                   memory_order_relaxed)))
             break;
         b--;
     }
     if (b != b0)
         sf__pending_set_bottom(q, b);
+    return b;
+}
+
+/* Owner, after claiming the future whose slot holds `slot`, when that slot
+ * was not the newest (pending.h, sf__pending_trim_slot). */
+void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
+{
+    SF__OWNER_CHECK(q, "trimming a pending queue");
+    uint64_t b0 = SF__OWN_LOAD(&q->bottom);
+    uint64_t tp = SF__OWN_LOAD(&q->top);
+    struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+    uint64_t b = trim_bottom(q, r, tp, b0);
     if (b > tp && SF__OWN_LOAD(&r->slot[tp & r->mask]) == slot) {
         /* It was the oldest (tasks got in the order they were made): move top
          * on, so workers scanning from it see pending tasks, not finished
@@ -304,14 +319,42 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
         sf__pending_trim_top(q, 8);
         return;
     }
-    if (gone || !sf__slot_local(slot))
+    if (!sf__slot_local(slot))
         return;
     /* A local future's slot between pending ones: cleared, since its memory
-     * is about to be the caller's again (Local futures). Relaxed: scanners
-     * never read through a marked slot, so they need no order with this. */
-    uint64_t i = local_slot(r, tp, b, slot);
-    if (i != UINT64_MAX)
+     * is about to be the caller's again (Local futures); one trim_bottom
+     * dropped needs nothing. Relaxed: scanners never read through a marked
+     * slot, so they need no order with this. */
+    uint64_t i = local_slot(r, tp, b0, slot);
+    if (i < b)
         atomic_store_explicit(&r->slot[i & r->mask], NULL, memory_order_relaxed);
+}
+
+/* Owner, after claiming the local future f whose slot was not the newest
+ * (pending.h, sf__pending_trim_local): sf__pending_trim_slow for a local
+ * future, without its searches - a node that gets its children in the
+ * order it made them comes here for all but the last. f was pending until
+ * the claim, so its slot is in [top, bottom) at the index its waiters
+ * keeps. Cleared first, since its memory is about to be the caller's again
+ * (Local futures): then trim_bottom and trim_top pass it as a finished
+ * slot. */
+void sf__pending_trim_local_slow(struct sf__pending *q, sf_future *f)
+{
+    SF__OWNER_CHECK(q, "trimming a pending queue");
+    uint64_t b = SF__OWN_LOAD(&q->bottom);
+    uint64_t tp = SF__OWN_LOAD(&q->top);
+    struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+    /* Relaxed: written by this thread alone (sf__pending_put). */
+    uint64_t i = local_index(b, atomic_load_explicit(&f->waiters, memory_order_relaxed));
+    SF__ASSERT(b > tp && i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == sf__slot_mark(f),
+               "a claimed local future's slot is where its waiters says");
+    /* Relaxed: scanners never read through a marked slot, so they need no
+     * order with this store. */
+    atomic_store_explicit(&r->slot[i & r->mask], NULL, memory_order_relaxed);
+    b = trim_bottom(q, r, tp, b);
+    if (i == tp && b > tp)
+        /* The oldest: move top on, as sf__pending_trim_slow does. */
+        sf__pending_trim_top(q, 8);
 }
 
 /* Owner: promote the local future marked in slot i, p (Local futures): a

@@ -57,7 +57,7 @@
  *   every slot of [top, min(pub_idx, bottom)) is unmarked,
  * kept by lowering pub_idx with bottom. And every marked slot in
  * [top, bottom) is a live local future, PENDING: its getter - the owner -
- * drops the slot when it claims it (sf__pending_trim_slot, which clears a
+ * drops the slot when it claims it (sf__pending_trim_local, which clears a
  * marked slot it cannot drop, found by the index kept in the future's
  * waiters while it is pending), and so does the owner's pop; a task in
  * caller storage is only ever claimed by its owner (task.c). So the owner
@@ -168,6 +168,7 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
                              uint64_t *claimed);
 void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot);
+void sf__pending_trim_local_slow(struct sf__pending *q, sf_future *f);
 bool sf__pending_promote(struct sf__pending *q);
 bool sf__pending_promote_one(struct sf__pending *q, sf_future *f);
 void sf__pending_trim_top(struct sf__pending *q, uint64_t max);
@@ -200,8 +201,8 @@ sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local
     atomic_store_explicit(&r->slot[b & r->mask], slot, memory_order_relaxed);
     /* A local future has no sleepers (future.h): its waiters holds the low
      * bits of its slot's index while it is pending, for the owner's trims
-     * (sf__pending_trim_local, and sf__pending_trim_slow of a slot between
-     * others); its claimer zeroes it off the fast path. Relaxed: this
+     * (sf__pending_trim_local and its slow path, and sf__pending_trim_slow
+     * of a marked slot); its claimer zeroes it off the fast path. Relaxed: this
      * thread's alone. */
     if (local)
         atomic_store_explicit(&f->waiters, (uint32_t)b, memory_order_relaxed);
@@ -335,7 +336,7 @@ static inline void sf__pending_trim_local(struct sf__pending *q, sf_future *f)
     if (SF__LIKELY(b > SF__OWN_LOAD(&q->top) && (uint32_t)(b - 1) == idx))
         sf__pending_set_bottom(q, b - 1);
     else
-        sf__pending_trim_slow(q, sf__slot_mark(f));
+        sf__pending_trim_local_slow(q, f); /* gets out of order (pending.c) */
 }
 
 /*

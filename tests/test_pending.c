@@ -439,6 +439,60 @@ START_TEST(local_slot_between_pending_ones_is_cleared)
 }
 END_TEST
 
+/* The owner claims the local future f as sf_task_get does: plain stores,
+ * then sf__pending_trim_local. */
+static void own_run_local(sf_future *f)
+{
+    uint64_t s = st(f);
+    ck_assert(sf__pending_holds(&q, s));
+    atomic_store(&f->state, sf__with_status(s, SF__RUNNING));
+    sf__pending_trim_local(&q, f);
+}
+
+/* A node's children got in the order they were made (UTS, a merge of
+ * parts): every one but the last leaves the fast path, clears its slot, and
+ * the slots it cleared go once nothing pending is above them. */
+START_TEST(local_slots_got_oldest_first)
+{
+    static _Alignas(64) sf_future local[6];
+    memset(local, 0, sizeof local);
+    push(&fs[0]); /* an ancestor's task, pending at the top */
+    for (int i = 0; i < 4; i++)
+        push_local(&local[i]); /* slots 1..4 */
+    for (int i = 0; i < 3; i++) {
+        own_run_local(&local[i]);
+        ck_assert_ptr_null(slot_at((uint64_t)i + 1));
+        ck_assert_uint_eq(bottom(), 5); /* local[3] above is pending */
+        ck_assert_uint_eq(top(), 0);
+    }
+    ck_assert_ptr_eq(slot_at(4), sf__slot_mark(&local[3]));
+    own_run_local(&local[3]); /* the newest: the fast path drops one slot */
+    ck_assert_uint_eq(bottom(), 4);
+    /* The next out-of-order get drops the cleared slots below it, down to
+     * the pending slab future; the cleared ones hold no task for a pop. */
+    push_local(&local[4]); /* slot 4 */
+    push_local(&local[5]); /* slot 5 */
+    own_run_local(&local[4]);
+    ck_assert_ptr_null(slot_at(4));
+    ck_assert_uint_eq(bottom(), 6);
+    own_run_local(&local[5]);
+    ck_assert_uint_eq(bottom(), 5);
+    uint64_t claimed;
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[0]);
+    ck_assert_uint_eq(bottom(), 0);
+    /* The oldest of two, with nothing else queued: top moves past it. */
+    push_local(&local[0]); /* slot 0 */
+    push_local(&local[1]); /* slot 1 */
+    own_run_local(&local[0]);
+    ck_assert_ptr_null(slot_at(0));
+    ck_assert_uint_eq(top(), 1);
+    ck_assert_uint_eq(bottom(), 2);
+    own_run_local(&local[1]);
+    ck_assert_uint_eq(bottom(), 1);
+    ck_assert(!sf__pending_has_pending(&q));
+}
+END_TEST
+
 START_TEST(has_pending_and_discard)
 {
     ck_assert(!sf__pending_has_pending(&q));
@@ -527,6 +581,7 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, has_pending_and_discard);
     tcase_add_test(tc, local_slots_are_skipped_then_promoted);
     tcase_add_test(tc, local_slot_between_pending_ones_is_cleared);
+    tcase_add_test(tc, local_slots_got_oldest_first);
     tcase_add_test(tc, owner_and_foreign_claim_race);
     suite_add_tcase(s, tc);
     return s;
