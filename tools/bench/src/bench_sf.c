@@ -421,6 +421,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "libsf: warm-up fib(20) is wrong\n");
         return 2;
     }
+    bench_wait_start();
     sf_stats s0, s1;
     memset(&s0, 0, sizeof s0);
     memset(&s1, 0, sizeof s1);

@@ -105,6 +105,29 @@ static inline double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/*
+ * BENCH_START_NS in the environment (CLOCK_REALTIME nanoseconds): sleep
+ * until then before the workload. tools/bench/run gives the two processes of
+ * a pair run the same instant, so that their workloads run at once instead
+ * of staggered by each process's start. Unset: no wait.
+ */
+static BENCH_UNUSED void bench_wait_start(void)
+{
+    const char *e = getenv("BENCH_START_NS");
+    if (e == NULL || *e == '\0')
+        return;
+    char *end;
+    errno = 0;
+    unsigned long long ns = strtoull(e, &end, 10);
+    if (errno != 0 || *end != '\0') {
+        fprintf(stderr, "bench: BENCH_START_NS=%s is not a number of nanoseconds\n", e);
+        exit(64);
+    }
+    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
 static BENCH_UNUSED long bench_maxrss_kb(void)
 {
     struct rusage ru;
