@@ -113,18 +113,11 @@ SF_EXPORT void *sf_get_isolated(sf_future *f)
     return sf__get_slow(me, f, true);
 }
 
-SF_EXPORT void sf_release(sf_future *f)
+/* sf_release of f, whose state the caller read as s, off the fast path: a
+ * failure to report, a task to discard or orphan, a thread to register. */
+static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
 {
-    if (f == NULL)
-        return;
     struct sf__thread *me = sf__enter(); /* NULL: freed to the global stash */
-    /* Acquire: if DONE, the runner's writes to f happen before our reuse. */
-    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
-#ifdef SF_DEBUG
-    if (sf__status(s) == SF__FREE || (s & SF__ORPHAN))
-        sf__misuse("sf_release(%p): the future was already released (double release)",
-                   (void *)f);
-#endif
     for (;;) {
         switch (sf__status(s)) {
         case SF__DONE:
@@ -188,6 +181,28 @@ SF_EXPORT void sf_release(sf_future *f)
             return;
         }
     }
+}
+
+SF_EXPORT void sf_release(sf_future *f)
+{
+    if (f == NULL)
+        return;
+    /* Acquire: if DONE, the runner's writes to f happen before our reuse. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+#ifdef SF_DEBUG
+    if (sf__status(s) == SF__FREE || (s & SF__ORPHAN))
+        sf__misuse("sf_release(%p): the future was already released (double release)",
+                   (void *)f);
+#endif
+    /* The fork-join fast path: a future that ended well goes back to this
+     * thread's free list, with no register saved (release_slow is a tail
+     * call). */
+    struct sf__thread *me = sf__thread_self();
+    if (SF__LIKELY(me != NULL && sf__done_ok(s))) {
+        sf__future_put(&me->free, f, s);
+        return;
+    }
+    release_slow(f, s);
 }
 
 SF_EXPORT int sf_is_done(const sf_future *f)
