@@ -322,9 +322,10 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
     if (!sf__slot_local(slot))
         return;
     /* A local future's slot between pending ones: cleared, since its memory
-     * is about to be the caller's again (Local futures); one trim_bottom
-     * dropped needs nothing. Relaxed: scanners never read through a marked
-     * slot, so they need no order with this. */
+     * is about to be the caller's again (Local futures); a slot that
+     * trim_bottom dropped (at or above the new bottom) needs nothing.
+     * Relaxed: scanners never read through a marked slot, so they need no
+     * order with this. */
     uint64_t i = local_slot(r, tp, b0, slot);
     if (i < b)
         atomic_store_explicit(&r->slot[i & r->mask], NULL, memory_order_relaxed);
