@@ -11,13 +11,19 @@
 
 static unsigned log2_of(uint64_t size) { return 63u - (unsigned)__builtin_clzll(size); }
 
-static size_t ring_bytes(uint64_t size) { return sizeof(struct sf__ring) + size * sizeof(sf_future *); }
+/* A ring's slots and, after them, their push counters (sf__ring.seq). */
+static size_t ring_bytes(uint64_t size)
+{
+    return sizeof(struct sf__ring) + size * (sizeof(sf_future *) + sizeof(uint32_t));
+}
 
 static struct sf__ring *ring_new(uint64_t size)
 {
     struct sf__ring *r = calloc(1, ring_bytes(size));
-    if (r != NULL)
+    if (r != NULL) {
         r->mask = size - 1;
+        r->seq = (uint32_t *)(void *)&r->slot[size];
+    }
     return r;
 }
 
@@ -44,16 +50,18 @@ static void ring_switch(struct sf__pending *q, struct sf__ring *r)
     uint64_t b = SF__OWN_LOAD(&q->bottom);
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *old = SF__OWN_LOAD(&q->ring);
-    for (uint64_t i = tp; i < b; i++)
+    for (uint64_t i = tp; i < b; i++) {
         /* Relaxed: the ring is published by the release store below. */
         atomic_store_explicit(&r->slot[i & r->mask], SF__OWN_LOAD(&old->slot[i & old->mask]),
                               memory_order_relaxed);
+        r->seq[i & r->mask] = old->seq[i & old->mask];
+    }
     /* Release: a scanner that loads the new ring (acquire) sees its slots. */
     atomic_store_explicit(&q->ring, r, memory_order_release);
     /* A scanner still reading the old ring finds NULL slots from now on
      * (skipped), or stale futures of this queue (claims check the tag). */
     if (old->mask + 1 >= SF__RING_SHRINK_MIN)
-        sf__memory_discard(old->slot, (old->mask + 1) * sizeof old->slot[0]);
+        sf__memory_discard(old->slot, ring_bytes(old->mask + 1) - sizeof *old);
     q->spare[log2_of(old->mask + 1)] = old;
 }
 
@@ -90,7 +98,9 @@ void sf__pending_destroy(struct sf__pending *q)
     atomic_store_explicit(&q->ring, NULL, memory_order_relaxed);
 }
 
-/* Owner: drop up to max slots at the top that hold nothing pending here. */
+/* Owner: drop up to max slots at the top that hold nothing pending here:
+ * no future, one that is not pending in q, or a stale slot (pending.h,
+ * Stale slots: the future is pending under a later push of ours). */
 void sf__pending_trim_top(struct sf__pending *q, uint64_t max)
 {
     SF__OWNER_CHECK(q, "trimming a pending queue");
@@ -100,10 +110,13 @@ void sf__pending_trim_top(struct sf__pending *q, uint64_t max)
     while (tp < b && tp - start < max) {
         sf_future *f = sf__slot_future(SF__OWN_LOAD(&r->slot[tp & r->mask]));
         /* Relaxed: a stale "not pending" only means the claim already
-         * happened; nothing is read through f afterwards. A marked slot
-         * is a live future of ours (pending.h, Local futures). */
-        if (f != NULL &&
-            sf__pending_holds(q, atomic_load_explicit(&f->state, memory_order_relaxed)))
+         * happened; nothing is read through f afterwards. The owner reads
+         * its own latest push of f or something later, never an earlier
+         * push (coherence), so a tag that matches the slot's is the push
+         * that filled it. A marked slot is a live future of ours (Local
+         * futures). */
+        uint64_t s = f != NULL ? atomic_load_explicit(&f->state, memory_order_relaxed) : 0;
+        if (sf__pending_holds(q, s) && (uint32_t)sf__tag(s) == r->seq[tp & r->mask])
             break;
         tp++;
     }

@@ -74,13 +74,31 @@
  * sf__pending_claim_foreign whatever the owner does - but for a local
  * future, which no thread but its maker claims or waits for (Local
  * futures), so no other thread's progress depends on it. Push adds at bottom;
- * top and bottom move only past slots whose future the mover claimed, or
- * that is not PENDING under this queue's tag (then it is no task of ours,
- * or no longer pending).
+ * top and bottom move only past slots whose future the mover claimed, that
+ * is not PENDING under this queue's tag (then it is no task of ours, or no
+ * longer pending), or that is stale (below).
+ *
+ * Stale slots. A slot keeps its pointer after another thread claims the
+ * task, and futures are recycled: a future got and released elsewhere may
+ * come back through the global stash and be pushed here again while its
+ * old slot is still in [top, bottom) - a pipeline whose producer never gets
+ * anything trims only when its ring is full. The old slot then points at a
+ * future PENDING under this queue's id, but under a later push. The slots of
+ * [top, bottom) were filled in index order (bottom only moves up by a push,
+ * and moving it down drops the newest slots), so a future's latest push is
+ * its highest slot and every lower slot naming it is stale. The ring keeps,
+ * beside each slot, the low 32 bits of the push counter that filled it
+ * (sf__ring.seq): a slot whose future's tag has other low bits is stale,
+ * and the top passes it. Only the top needs it: the bottom's slot naming a
+ * pending future is its latest push, and claiming through a stale slot
+ * claims the future's real task, tag checked. Low bits only: a stale slot
+ * that matches (2^32 pushes later) is taken for live and pins the top until
+ * that task is claimed, as any pending task does; a live one never fails.
  *
  * Size. A queue holds its pending tasks plus few finished slots, not every
  * task ever made: the owner trims after every claim of its own
- * (sf__pending_trim) and while it waits (sf__pending_trim_top).
+ * (sf__pending_trim), while it waits and when its ring is full
+ * (sf__pending_trim_top).
  *
  * Rings grow by doubling, and shrink by halves once a burst is over
  * (sf__pending_trim_top). A replaced ring stays allocated until the queue
@@ -100,6 +118,9 @@
 
 struct sf__ring {
     uint64_t mask;            /* size - 1, size a power of two */
+    /* Beside each slot, the low 32 bits of the push counter of the push that
+     * filled it (owner only; Stale slots). In the same allocation. */
+    uint32_t *seq;
     _Atomic(sf_future *) slot[];
 };
 #define SF__RING_SIZES 48     /* log2 of a ring's size is below this */
@@ -190,15 +211,23 @@ sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local
     SF__OWNER_CHECK(q, "pushing on a pending queue");
     uint64_t b = SF__OWN_LOAD(&q->bottom);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
-    uint64_t tagged = (q->seq++ << SF__TAG_SHIFT) | SF__PENDING;
+    /* Read before the atomic stores below, which the compiler may not
+     * move them past. */
+    uint64_t i = b & r->mask;
+    uint32_t *seqs = r->seq;
+    uint64_t n = q->seq++;
+    uint64_t tagged = (n << SF__TAG_SHIFT) | SF__PENDING;
     SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), tagged);
+    /* The push counter's low bits (SF__SEQ_BITS > 32), for the top's trim
+     * (Stale slots). */
+    seqs[i] = (uint32_t)n;
     /* Release: whoever claims f by a CAS that reads this value (possibly
      * having found f through a stale slot, without the bottom store below)
      * must see fn and val written before it. A local future is read by
      * this thread alone, and its promotion publishes a copy afresh. */
     atomic_store_explicit(&f->state, tagged, local ? memory_order_relaxed : memory_order_release);
     /* Relaxed: the slot is published by the release store of bottom. */
-    atomic_store_explicit(&r->slot[b & r->mask], slot, memory_order_relaxed);
+    atomic_store_explicit(&r->slot[i], slot, memory_order_relaxed);
     /* A local future has no sleepers (future.h): its waiters holds the low
      * bits of its slot's index while it is pending, for the owner's trims
      * (sf__pending_trim_local and its slow path, and sf__pending_trim_slow

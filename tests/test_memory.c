@@ -5,14 +5,20 @@
  * process's resident set. The memory is reused by the next burst, and
  * futures handed out from discarded slabs work as any other.
  *
+ * The same holds for futures handed between threads in a pipeline, which
+ * come back to their producers recycled (handed_over_futures_keep_memory_flat).
+ *
  * Under a sanitizer the resident set is not the runtime's to judge (shadow
  * memory of discarded pages stays resident): there the bursts are smaller
  * and only their results are checked.
  */
 #include "testutil.h"
 
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define BURST (TU_SANITIZED ? 1000000L : 10000000L)
@@ -93,6 +99,132 @@ START_TEST(released_burst_gives_memory_back)
 }
 END_TEST
 
+/*
+ * Handed-over futures (issue: a producer's queue grew without bound). A
+ * pipeline of threads: stage 0 queues sf_do(inc, i) and hands each future
+ * on through a ring; every middle stage wraps the future it takes in a
+ * task of its own, sf_do(get_and_release, f), and hands that on; the test's
+ * thread gets the last stage's futures in order. Nobody but the last
+ * stage ever gets anything, so the producers' queues trim only when their
+ * rings fill, and their futures come back to them recycled through the
+ * global stash (pending.h, Stale slots). The resident set stays flat, and
+ * every item comes out exact.
+ */
+#define PIPE_ITEMS (TU_SANITIZED ? 1000000L : 20000000L)
+#define PIPE_RING 1024
+
+struct hand_ring {
+    sf_future *slot[PIPE_RING];
+    _Alignas(64) atomic_long head;
+    _Alignas(64) atomic_long tail;
+};
+
+struct pipe {
+    struct hand_ring ring[3]; /* ring[k]: stage k to stage k + 1 */
+    int stages;               /* producing stages, before the getter */
+    bool isolated;
+    pthread_t tid[3];
+};
+
+static void hand_put(struct hand_ring *r, sf_future *f)
+{
+    long t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    while (t - atomic_load_explicit(&r->head, memory_order_acquire) >= PIPE_RING)
+        sched_yield();
+    r->slot[t % PIPE_RING] = f;
+    atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+}
+
+static sf_future *hand_take(struct hand_ring *r)
+{
+    long h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    while (atomic_load_explicit(&r->tail, memory_order_acquire) == h)
+        sched_yield();
+    sf_future *f = r->slot[h % PIPE_RING];
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    return f;
+}
+
+static bool pipe_isolated;
+
+static void *pipe_get(sf_future *f)
+{
+    return pipe_isolated ? sf_get_isolated(f) : sf_get(f);
+}
+
+/* A middle stage's task: doubles what the handed future gives. */
+static void *get_and_release(void *arg)
+{
+    sf_future *f = arg;
+    long v = (long)pipe_get(f);
+    sf_release(f);
+    return (void *)(2 * v);
+}
+
+struct stage {
+    struct pipe *p;
+    int k;
+};
+
+static void *stage_main(void *arg)
+{
+    struct stage *st = arg;
+    struct pipe *p = st->p;
+    for (long i = 0; i < PIPE_ITEMS; i++) {
+        sf_future *f = st->k == 0 ? sf_do(plus_one, (void *)i)
+                                  : sf_do(get_and_release, hand_take(&p->ring[st->k - 1]));
+        if (f == NULL)
+            abort(); /* no memory: the test's thread would wait for ever */
+        hand_put(&p->ring[st->k], f);
+    }
+    return NULL;
+}
+
+/* {threads, producing stages, isolated gets} */
+static const int pipe_cases[][3] = {{2, 2, 0}, {2, 2, 1}, {4, 2, 0}, {4, 2, 1}, {4, 3, 1}};
+
+START_TEST(handed_over_futures_keep_memory_flat)
+{
+    tu_env_threads(pipe_cases[_i][0]);
+    static struct pipe p;
+    memset(&p, 0, sizeof p);
+    p.stages = pipe_cases[_i][1];
+    pipe_isolated = pipe_cases[_i][2];
+    struct stage st[3];
+    for (int k = 0; k < p.stages; k++) {
+        st[k] = (struct stage){&p, k};
+        ck_assert_int_eq(pthread_create(&p.tid[k], NULL, stage_main, &st[k]), 0);
+    }
+    double warm = 0;
+    long wrong = 0;
+    for (long i = 0; i < PIPE_ITEMS; i++) {
+        sf_future *f = hand_take(&p.ring[p.stages - 1]);
+        long v = (long)pipe_get(f);
+        sf_release(f);
+        /* i + 1 from stage 0, doubled by each middle stage */
+        if (v != (i + 1) << (p.stages - 1))
+            wrong++;
+        if (i == PIPE_ITEMS / 10)
+            warm = rss_mib();
+    }
+    for (int k = 0; k < p.stages; k++)
+        pthread_join(p.tid[k], NULL);
+    double end = rss_mib();
+    fprintf(stderr, "pipeline of %d stages, %ld items, %s gets at %d threads: RSS %.1f MiB "
+                    "at a tenth, %.1f at the end\n",
+            p.stages + 1, PIPE_ITEMS, pipe_isolated ? "isolated" : "plain", pipe_cases[_i][0],
+            warm, end);
+    ck_assert_int_eq(wrong, 0);
+#if !TU_SANITIZED
+    /* 8 bytes an item would be 137 MiB over the last nine tenths. */
+    ck_assert_msg(end - warm <= 4, "RSS %.1f MiB at a tenth, %.1f at the end", warm, end);
+#endif
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, (uint64_t)p.stages * (uint64_t)PIPE_ITEMS);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
     Suite *s = suite_create("memory");
@@ -100,6 +232,8 @@ static Suite *memory_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, released_burst_gives_memory_back, 0,
                         (int)(sizeof thread_counts / sizeof thread_counts[0]));
+    tcase_add_loop_test(tc, handed_over_futures_keep_memory_flat, 0,
+                        (int)(sizeof pipe_cases / sizeof pipe_cases[0]));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -149,6 +149,48 @@ START_TEST(grow_reuses_a_trimmed_ring)
 }
 END_TEST
 
+/* A future claimed elsewhere, completed, freed and pushed here again (a
+ * pipeline's producer, whose futures come back through the global stash)
+ * leaves its old slot naming a future that is pending here under a later
+ * push: a stale slot, which the top passes (pending.h, Stale slots). */
+START_TEST(stale_slots_of_recycled_futures_are_trimmed)
+{
+    /* K futures pushed, then each claimed elsewhere, completed, freed and
+     * pushed again: slots [0, K) are stale, [K, 2K) live. */
+    enum { K = SF__RING_MIN / 2 - 8 };
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < K; i++) {
+            if (round == 1) {
+                uint64_t s = st(&fs[i]);
+                ck_assert(sf__claim_cas(&fs[i], &s, sf__with_status(s, SF__RUNNING)));
+                atomic_store(&fs[i].state, SF__FREE);
+            }
+            push(&fs[i]);
+        }
+    ck_assert_uint_eq(bottom(), 2 * K);
+    /* Each stale slot names a future that is PENDING here, under its later
+     * push: the top passes them all and stops at the first live slot. */
+    ck_assert(sf__pending_holds(&q, st(&fs[0])));
+    sf__pending_trim_top(&q, UINT64_MAX);
+    ck_assert_uint_eq(top(), K);
+    /* Recycled over and over, with only growth trimming (a producer that
+     * never gets): the ring never grows. */
+    for (long k = 0; k < 100000; k++) {
+        sf_future *f = &fs[k % K];
+        uint64_t s = st(f);
+        ck_assert(sf__claim_cas(f, &s, sf__with_status(s, SF__RUNNING)));
+        atomic_store(&f->state, SF__FREE);
+        push(f);
+    }
+    ck_assert_uint_eq(atomic_load(&q.ring)->mask + 1, SF__RING_MIN);
+    /* Live slots still stop the top: each future is pending once. */
+    sf__pending_trim_top(&q, UINT64_MAX);
+    ck_assert_uint_eq(bottom() - top(), K);
+    for (int i = 0; i < K; i++)
+        ck_assert(sf__pending_holds(&q, st(&fs[i])));
+}
+END_TEST
+
 START_TEST(trim_drops_the_newest_slot)
 {
     push(&fs[0]);
@@ -570,6 +612,7 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, push_tags_and_pop_lifo);
     tcase_add_test(tc, ring_grows);
     tcase_add_test(tc, grow_reuses_a_trimmed_ring);
+    tcase_add_test(tc, stale_slots_of_recycled_futures_are_trimmed);
     tcase_add_test(tc, ring_shrinks_after_a_burst_and_reuses_its_spare);
     tcase_add_test(tc, trim_drops_the_newest_slot);
     tcase_add_test(tc, trim_after_the_oldest);
