@@ -3,6 +3,7 @@
  */
 #include "platform.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
@@ -25,26 +26,37 @@ void sf__platform_init(void)
 
 void sf__platform_after_fork(void) { sf__asym = false; }
 
+/* The system calls below keep errno as they found it: they run inside
+ * gets that succeed, and a program tells a task that returned NULL from a
+ * failed get by errno alone (sf.h). */
+
 void sf__fence_heavy(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    if (sf__asym)
+    if (sf__asym) {
+        int saved = errno;
         /* Cannot fail once registered (EINVAL/EPERM only without it). */
         (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        errno = saved;
+    }
 }
 
 void sf__futex_wait(void *word, uint32_t expect, long timeout_ns)
 {
     struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+    int saved = errno;
     /* EAGAIN (value changed), EINTR and ETIMEDOUT all just return: every
      * caller rechecks its condition. */
     (void)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, timeout_ns > 0 ? &ts : NULL,
                   NULL, 0);
+    errno = saved;
 }
 
 void sf__futex_wake(void *word, int n)
 {
+    int saved = errno;
     (void)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = saved;
 }
 
 void sf__stack_bounds(uintptr_t *lo, size_t *size)
@@ -76,6 +88,9 @@ void sf__memory_discard(void *p, size_t n)
     uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096;
     uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
     uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
-    if (hi > lo)
+    if (hi > lo) {
+        int saved = errno;
         madvise((void *)lo, hi - lo, MADV_DONTNEED); /* a failure only keeps the pages */
+        errno = saved;
+    }
 }
