@@ -35,9 +35,13 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
         errno = EINVAL;
         return NULL;
     }
-    struct sf__thread *me = sf__enter();
-    if (SF__UNLIKELY(me == NULL))
-        return NULL;
+    struct sf__thread *me = sf__thread_self();
+    if (SF__UNLIKELY(me == NULL)) {
+        /* Outside any call (registry.h, Calls in flight), or not registered. */
+        SF__OUTERMOST("sf_do", sf_future *, sf_do(fn, arg));
+        if ((me = sf__enter_slow()) == NULL)
+            return NULL;
+    }
     sf_future *f = sf__future_alloc(&me->free);
     if (SF__UNLIKELY(f == NULL)) {
         errno = ENOMEM;
@@ -65,6 +69,23 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
     return f;
 }
 
+/* sf_get from outside any call (registry.h, Calls in flight), or by a
+ * thread with no struct yet. */
+static __attribute__((noinline)) void *get_entry(sf_future *f)
+{
+    SF__OUTERMOST("sf_get", void *, sf_get(f));
+    struct sf__thread *me = sf__enter_slow();
+    if (me == NULL)
+        return NULL;
+    /* Acquire: as in sf_get. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    if (sf__trace_on)
+        return sf__get(me, f, s, true);
+    if (sf__status(s) == SF__DONE)
+        return sf__done_ok(s) ? f->val : sf__get_failed(f);
+    return sf__get(me, f, s, false);
+}
+
 SF_EXPORT void *sf_get(sf_future *f)
 {
     if (SF__UNLIKELY(f == NULL)) {
@@ -75,14 +96,14 @@ SF_EXPORT void *sf_get(sf_future *f)
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
     check_live(f, s, "sf_get");
     if (SF__UNLIKELY(sf__trace_on)) {
-        struct sf__thread *me = sf__enter();
-        return SF__LIKELY(me != NULL) ? sf__get(me, f, s, true) : NULL;
+        struct sf__thread *me = sf__thread_self();
+        return SF__LIKELY(me != NULL) ? sf__get(me, f, s, true) : get_entry(f);
     }
     if (sf__status(s) == SF__DONE)
         return SF__LIKELY(sf__done_ok(s)) ? f->val : sf__get_failed(f);
-    struct sf__thread *me = sf__enter();
+    struct sf__thread *me = sf__thread_self();
     if (SF__UNLIKELY(me == NULL))
-        return NULL;
+        return get_entry(f);
     return sf__get(me, f, s, false);
 }
 
@@ -98,6 +119,7 @@ SF_EXPORT void *sf_get_isolated(sf_future *f)
     bool traced = sf__trace_on;
     if (sf__status(s) == SF__DONE && !traced)
         return sf__done_ok(s) ? f->val : sf__get_failed(f);
+    SF__OUTERMOST("sf_get_isolated", void *, sf_get_isolated(f));
     struct sf__thread *me = sf__enter();
     if (SF__UNLIKELY(me == NULL))
         return NULL;
@@ -114,20 +136,29 @@ SF_EXPORT void *sf_get_isolated(sf_future *f)
 }
 
 /* sf_release of f, whose state the caller read as s, off the fast path: a
- * failure to report, a task to discard or orphan, a thread to register. */
+ * failure to report, a task to discard or orphan, a thread to register, a
+ * call from outside libsf. */
 static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
 {
+    /* Outside any call (registry.h, Calls in flight): begun, then from the
+     * top, since the state may have changed meanwhile. */
+    SF__OUTERMOST_VOID("sf_release", sf_release(f));
     struct sf__thread *me = sf__enter(); /* NULL: freed to the global stash */
     for (;;) {
         switch (sf__status(s)) {
-        case SF__DONE:
+        case SF__DONE: {
+            /* A failure nobody saw is reported (failure.h), once f is
+             * freed: the hook is the program's code, and whatever it does
+             * (say, another failure's release) finds f gone, not unseen. */
+            bool report = (s & SF__FAILED) && !(s & SF__SEEN);
+            int code = 0;
+            void *(*fn)(void *) = NULL;
+            char *msg = NULL;
             if (SF__UNLIKELY(s & SF__FAILED)) {
-                /* Nobody saw it: say so now (failure.h). The message goes
-                 * with the future. */
-                if (!(s & SF__SEEN))
-                    sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed),
-                                       f->val, f->u.fn);
-                free(f->val);
+                /* Relaxed: ordered by the acquire load of DONE. */
+                code = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+                fn = f->u.fn;
+                msg = f->val; /* the message goes with the future */
                 __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED); /* as in sf_do */
             }
             if (SF__LIKELY(me != NULL)) {
@@ -138,7 +169,11 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
                 atomic_store_explicit(&f->state, SF__FREE, memory_order_relaxed);
                 sf__future_free_shared(f);
             }
+            if (report)
+                sf__failure_report(code, msg, fn);
+            free(msg);
             return;
+        }
         case SF__PENDING: {
             /* Claim it for nobody: the task never runs. Its queue slot goes
              * stale: trimmed now if the queue is ours (so that a burst of
@@ -326,6 +361,9 @@ SF_EXPORT int sf_cancel(sf_future *f)
         case SF__DONE:
             return 1;
         case SF__PENDING: {
+            /* Claiming needs this thread's struct: from outside any call,
+             * begun and started over (registry.h, Calls in flight). */
+            SF__OUTERMOST("sf_cancel", int, sf_cancel(f));
             if (me == NULL && (me = sf__enter()) == NULL)
                 return -1;
             /* Claim it as a runner would, then complete it unrun. */

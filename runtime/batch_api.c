@@ -2,8 +2,9 @@
  * batch_api.c - layer 5: the public entry points of fair batches
  * (sf_batch_new, sf_batch_do, sf_batch_wait, sf_batch_close). The batches
  * themselves, their fairness and their accounting are batch.h's; here the
- * arguments are checked, the calling thread found (starting the runtime if
- * needed), the pool told of additions, and sf_batch_wait helps.
+ * arguments are checked, the call begun when it comes from outside libsf
+ * (registry.h, Calls in flight), the calling thread found (starting the
+ * runtime if needed), the pool told of additions, and sf_batch_wait helps.
  */
 #include "lifecycle.h"
 
@@ -15,6 +16,7 @@
 
 SF_EXPORT sf_batch *sf_batch_new(void)
 {
+    SF__OUTERMOST("sf_batch_new", sf_batch *, sf_batch_new());
     if (sf__enter() == NULL)
         return NULL;
     return sf__batch_new();
@@ -26,6 +28,7 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg)
         errno = EINVAL;
         return NULL;
     }
+    SF__OUTERMOST("sf_batch_do", sf_future *, sf_batch_do(b, fn, arg));
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return NULL;
@@ -62,6 +65,7 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
         errno = EINVAL;
         return -1;
     }
+    SF__OUTERMOST("sf_batch_wait", int, sf_batch_wait(b));
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return -1;
@@ -109,6 +113,8 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
 
 SF_EXPORT void sf_batch_close(sf_batch *b)
 {
-    if (b != NULL)
-        sf__batch_close(b);
+    if (b == NULL)
+        return;
+    SF__OUTERMOST_VOID("sf_batch_close", sf_batch_close(b));
+    sf__batch_close(b);
 }

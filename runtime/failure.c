@@ -86,11 +86,18 @@ void sf__failure_set_hook(void (*fn)(int, const char *, void *), void *ctx)
     atomic_store_explicit(&hook, h, memory_order_release);
 }
 
+/* Hooks running on this thread now (they may report in turn). */
+static __thread int in_hook;
+
+bool sf__failure_in_hook(void) { return in_hook != 0; }
+
 void sf__failure_report(int code, const char *msg, void *(*fn)(void *))
 {
     struct hook *h = atomic_load_explicit(&hook, memory_order_acquire);
     if (h != NULL) {
+        in_hook++;
         h->fn(code, msg, h->ctx);
+        in_hook--;
         return;
     }
     Dl_info info;

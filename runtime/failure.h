@@ -31,8 +31,11 @@ int sf__failure_set(struct sf__thread *me, int code, char *msg, bool seen);
 /* At f's completion on me: its message, taken off the list, or NULL. */
 char *sf__failure_take_message(struct sf__thread *me, sf_future *f);
 /* Reports a failure nobody saw through the hook (default: a stderr line
- * naming fn). */
+ * naming fn). The hook is the program's code and may call libsf, but not
+ * sf_shutdown (lifecycle.c refuses it: the report runs inside a call). */
 void sf__failure_report(int code, const char *msg, void *(*fn)(void *));
+/* Is this thread running an unhandled-failure hook? */
+bool sf__failure_in_hook(void);
 void sf__failure_set_hook(void (*hook)(int, const char *, void *), void *ctx);
 
 #endif /* SF_FAILURE_H */

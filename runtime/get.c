@@ -254,6 +254,7 @@ struct fresh {
 static void *fresh_main(void *arg)
 {
     struct fresh *fr = arg;
+    sf__call_begin_for_life();
     struct sf__thread *me = sf__registry_register(false, sf__pool.stack_size);
     if (me == NULL) {
         fr->err = errno;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "stats.h"
@@ -170,6 +171,7 @@ SF_EXPORT int sf_init(const sf_config *cfg)
 
 struct sf__thread *sf__enter_slow(void)
 {
+    SF__ASSERT(sf__call_inside(), "a thread registers inside a call (registry.h)");
     /* Acquire: pairs with start's release; the configuration is visible. */
     if (atomic_load_explicit(&state, memory_order_acquire) == SF__DOWN) {
         sf__lock(&life);
@@ -260,25 +262,58 @@ static void failure_at_shutdown(sf_future *f, uint64_t s)
     f->val = NULL;
 }
 
-/*
- * sf_shutdown and sf_shutdown_timeout: deadline_ns 0 is none. Returns the
- * tasks discarded past the deadline, or -1 with errno EDEADLK when called
- * from inside a task (`name` names the caller in the stderr line).
- */
-static long stop(uint64_t deadline_ns, const char *name)
+/* A shutdown called while this thread is inside a libsf call: from a task
+ * or a pool worker, from an unhandled-failure hook, or from a signal
+ * handler that interrupted a call. It would free what the interrupted call
+ * still uses: refused, with one stderr line (`name` names the caller). */
+static long refuse_reentrant(const char *name)
 {
     struct sf__thread *me = sf__thread_self();
     if (me != NULL && (me->cur != NULL || me->is_worker)) {
         fprintf(stderr, "libsf: %s() called from inside a task; ignored\n", name);
-        errno = EDEADLK;
-        return -1;
+    } else if (sf__failure_in_hook()) {
+        fprintf(stderr, "libsf: %s() called from an unhandled-failure hook; ignored\n", name);
+    } else {
+#ifdef SF_DEBUG
+        sf__misuse("%s() called while this thread is inside a libsf call (a signal handler?): "
+                   "no libsf function is async-signal-safe", name);
+#else
+        /* write(2), not stdio: this is most likely a signal handler. */
+        static const char head[] = "libsf: ", tail[] =
+            "() called while this thread is inside a libsf call (a signal handler?); ignored\n";
+        ssize_t w = write(2, head, sizeof head - 1);
+        w = write(2, name, strlen(name));
+        w = write(2, tail, sizeof tail - 1);
+        (void)w;
+#endif
     }
+    errno = EDEADLK;
+    return -1;
+}
+
+/*
+ * sf_shutdown and sf_shutdown_timeout: deadline_ns 0 is none. Returns the
+ * tasks discarded past the deadline, or -1 with errno EDEADLK when called
+ * from inside a libsf call (refuse_reentrant).
+ *
+ * Calls in flight on other threads (registry.h): a call that began before
+ * the registry closes is waited for, and tasks it queued are run; one that
+ * begins after it waits for the next runtime. Every call the program knows
+ * to return before this one (sf.h) has returned by the close: the drain
+ * and the join came first.
+ */
+static long stop(uint64_t deadline_ns, const char *name)
+{
+    if (sf__call_inside())
+        return refuse_reentrant(name);
+    sf__call_begin(name);
     sf__lock(&life);
     /* Relaxed, load and store: under `life`, which every writer holds;
      * readers outside it (sf__enter_slow, sf_stats_read) only tell DOWN from
      * not DOWN, and STOPPING publishes nothing. */
     if (atomic_load_explicit(&state, memory_order_relaxed) != SF__UP) {
         sf__unlock(&life); /* not running, or another shutdown is under way */
+        sf__call_end();
         return 0;
     }
     atomic_store_explicit(&state, SF__STOPPING, memory_order_relaxed);
@@ -289,7 +324,7 @@ static long stop(uint64_t deadline_ns, const char *name)
     /* No lock from here to the frees: tasks run. sf__enter registers this
      * thread if it never used libsf (the runtime is STOPPING, not DOWN, so it
      * starts nothing). */
-    me = sf__enter();
+    struct sf__thread *me = sf__enter();
     unsigned long drained = 0;
     if (me != NULL)
         drained = drain(me);
@@ -300,8 +335,13 @@ static long stop(uint64_t deadline_ns, const char *name)
                         "worker: tasks still pending were not run\n",
                 name, strerror(errno));
     sf__pool_stop();
+    /* From here no other thread is inside libsf: calls in flight end first,
+     * and no call begins. What they queued since the drain runs here. */
+    sf__registry_close();
+    if (me != NULL)
+        drained += drain(me);
     /* Relaxed: every shedder was a worker (joined just now) or this thread,
-     * or a getter the program synchronised with us (sf.h). */
+     * or a getter whose call ended before the close (its release). */
     long shed = atomic_load_explicit(&sf__pool.shed, memory_order_relaxed);
     if (stats_cfg)
         sf__stats_print(threads_cfg); /* quiet now: every count is final */
@@ -320,7 +360,11 @@ static long stop(uint64_t deadline_ns, const char *name)
     /* Relaxed: the next start reads it under `life`; sf__enter_slow's
      * acquire load only needs to see "not UP" to take the lock. */
     atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
+    /* DOWN first: a call that was waiting for the registry starts a fresh
+     * runtime (under `life`, after we let it go). */
+    sf__registry_reopen();
     sf__unlock(&life);
+    sf__call_end();
     return shed;
 }
 
@@ -358,6 +402,8 @@ SF_EXPORT int sf_stats_read(sf_stats *out)
         errno = EINVAL;
         return -1;
     }
+    /* It reads every thread's struct (registry.h, Calls in flight). */
+    SF__OUTERMOST("sf_stats_read", int, sf_stats_read(out));
     /* Acquire: pairs with start's release; threads_cfg and the pool are set. */
     if (atomic_load_explicit(&state, memory_order_acquire) == SF__DOWN) {
         errno = ESRCH;
@@ -374,6 +420,7 @@ SF_EXPORT int sf_stats_read_threads(sf_thread_stats *rows, int max)
         errno = EINVAL;
         return -1;
     }
+    SF__OUTERMOST("sf_stats_read_threads", int, sf_stats_read_threads(rows, max));
     /* Acquire: as in sf_stats_read. */
     if (atomic_load_explicit(&state, memory_order_acquire) == SF__DOWN) {
         errno = ESRCH;

@@ -14,10 +14,10 @@ enum sf__life { SF__DOWN = 0, SF__UP = 1, SF__STOPPING = 2 };
 struct sf__thread *sf__enter_slow(void);
 
 /*
- * The calling thread's struct, registering the thread and starting the
- * runtime from the environment first if needed. NULL with errno EAGAIN (the
- * implicit start failed, or SF__MAX_THREADS_REGISTERED threads are
- * registered) or ENOMEM.
+ * Inside a call (registry.h, Calls in flight): the calling thread's struct,
+ * registering the thread and starting the runtime from the environment
+ * first if needed. NULL with errno EAGAIN (the implicit start failed, or
+ * SF__MAX_THREADS_REGISTERED threads are registered) or ENOMEM.
  */
 static inline struct sf__thread *sf__enter(void)
 {
@@ -26,5 +26,32 @@ static inline struct sf__thread *sf__enter(void)
         return me;
     return sf__enter_slow();
 }
+
+/*
+ * The way into every entry point that may be called from outside libsf:
+ * outside any call, runs `call` - the entry point again, with the same
+ * arguments - as an outermost call (begun, so that a shutdown waits for
+ * it, and ended after) and returns its value from the enclosing function;
+ * inside a call, does nothing. `what` names the entry point.
+ */
+#define SF__OUTERMOST(what, type, call)                                           \
+    do {                                                                           \
+        if (SF__UNLIKELY(!sf__call_inside())) {                                    \
+            sf__call_begin(what);                                                  \
+            type sf__r_ = (call);                                                  \
+            sf__call_end();                                                        \
+            return sf__r_;                                                         \
+        }                                                                          \
+    } while (0)
+/* The same for an entry point that returns nothing. */
+#define SF__OUTERMOST_VOID(what, call)                                            \
+    do {                                                                           \
+        if (SF__UNLIKELY(!sf__call_inside())) {                                    \
+            sf__call_begin(what);                                                  \
+            (call);                                                                \
+            sf__call_end();                                                        \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
 
 #endif /* SF_LIFECYCLE_H */

@@ -380,6 +380,7 @@ SF_EXPORT int sf_for(long from, long to, void (*body)(long i, void *ctx), void *
         errno = EINVAL;
         return -1;
     }
+    SF__OUTERMOST("sf_for", int, sf_for(from, to, body, ctx)); /* registry.h, Calls in flight */
     return parallel_for(from, to, 1, body, NULL, ctx);
 }
 
@@ -390,5 +391,6 @@ SF_EXPORT int sf_for_range(long from, long to, long grain,
         errno = EINVAL;
         return -1;
     }
+    SF__OUTERMOST("sf_for_range", int, sf_for_range(from, to, grain, body, ctx));
     return parallel_for(from, to, (unsigned long)grain, NULL, body, ctx);
 }

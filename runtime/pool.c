@@ -130,6 +130,7 @@ static void start_searching(void)
 static void *worker_main(void *arg)
 {
     (void)arg;
+    sf__call_begin_for_life();
     struct sf__thread *me = sf__registry_register(true, sf__pool.stack_size);
     /* Release: sf__pool_start reads the counts (acquire) before it reports
      * the pool. */

@@ -16,11 +16,21 @@
 #include "registry.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 __thread struct sf__tls sf__tls __attribute__((tls_model("initial-exec")));
 _Atomic unsigned sf__registry_gen;
+/* Calls in flight (registry.h): the registry is closed (1) from
+ * sf__registry_close to sf__registry_reopen; the futex word that calls
+ * beginning meanwhile sleep on. */
+static _Atomic uint32_t closing;
+/* Calls in flight of threads with no struct in this registry at their
+ * beginning. */
+static _Atomic long outsiders;
 
 #define CHUNK_BITS 10
 #define CHUNK (1 << CHUNK_BITS)
@@ -139,28 +149,181 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     t->stack_red = UINTPTR_MAX; /* no task runs here yet (registry.h) */
     /* Relaxed: alive is read under reg_lock, or as a hint. */
     atomic_store_explicit(&t->alive, 1, memory_order_relaxed);
+    /* Relaxed: gen changes only at init and destroy, which do not race with
+     * registration (Calls in flight); the value read is the one init wrote. */
+    unsigned gen = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    /* Relaxed: read by a closer under reg_lock, which we hold. */
+    atomic_store_explicit(&t->tls_gen, &sf__tls.gen, memory_order_relaxed);
     sf__unlock(&reg_lock);
     sf__tls.me = t;
-    /* Relaxed: gen changes only at init and destroy, which do not race with
-     * registration (sf.h); the value read is the one init wrote. */
-    sf__tls.gen = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    sf__tls.me_gen = gen;
+    /* Registering is done inside a call (or by a worker, inside for life):
+     * the struct is the call's from now on. Relaxed: this thread is counted
+     * in `outsiders` until the call ends, which is what a closer waits for. */
+    if (sf__tls.inside)
+        atomic_store_explicit(&sf__tls.gen, gen, memory_order_relaxed);
     /* The destructor runs the exit hook and marks the struct dead when this
      * thread exits. */
     pthread_setspecific(exit_key, t);
     return t;
 }
 
+/* t's thread exits: t is dead from now on, if it still belongs to the
+ * registry (a destroy may have freed it: destroy bumps the generation under
+ * reg_lock). Dead before its TLS goes, since a closer reads that TLS while
+ * t is alive. */
+static void mark_dead(struct sf__thread *t)
+{
+    sf__lock(&reg_lock);
+    /* Relaxed: written under reg_lock, which we hold. */
+    if (sf__tls.me_gen == atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)) {
+        /* Release: pairs with the acquire in sf__registry_register of an
+         * adopter. */
+        atomic_store_explicit(&t->alive, 0, memory_order_release);
+        t->dead_next = dead;
+        dead = t;
+    }
+    sf__unlock(&reg_lock);
+}
+
 static void on_thread_exit(void *arg)
 {
     struct sf__thread *t = arg;
+    /* A thread that exits is an outermost call of its own (Calls in
+     * flight): the exit hook works on its queue. A closed registry is being
+     * freed: no hook then (the shutdown takes every pending task itself). */
+    bool outer = !sf__call_inside();
+    if (outer && !sf__call_try_begin()) {
+        mark_dead(t);
+        return;
+    }
     exit_hook(t);
-    sf__lock(&reg_lock);
-    /* Release: pairs with the acquire in sf__registry_register of an
-     * adopter. */
-    atomic_store_explicit(&t->alive, 0, memory_order_release);
-    t->dead_next = dead;
-    dead = t;
-    sf__unlock(&reg_lock);
+    mark_dead(t);
+    if (outer)
+        sf__call_end();
+}
+
+/* Announces the calling thread's call (Calls in flight); false if the
+ * registry was closed, the call then undone. */
+static bool announce(void)
+{
+    sf__tls.inside = 1;
+    /* Relaxed: see sf__thread_self. */
+    unsigned g = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    if (sf__tls.me != NULL && sf__tls.me_gen == g) {
+        /* Relaxed: ordered before the load of closing by the light fence,
+         * which pairs with the closer's heavy fence. */
+        atomic_store_explicit(&sf__tls.gen, g, memory_order_relaxed);
+        sf__fence_light();
+    } else {
+        sf__tls.outsider = true;
+        /* seq_cst, as the load of closing below and the closer's store and
+         * load: one total order decides which of us sees the other. */
+        atomic_fetch_add_explicit(&outsiders, 1, memory_order_seq_cst);
+    }
+    /* seq_cst for outsiders (above); acquire for the reopened registry: a
+     * call that sees it open after a destroy sees the new generation. */
+    if (atomic_load_explicit(&closing, memory_order_seq_cst) == 0) {
+        /* A destroy and reopen between our generation read and this load:
+         * begin again on the new registry. */
+        if (atomic_load_explicit(&sf__registry_gen, memory_order_relaxed) == g)
+            return true;
+    }
+    sf__call_end();
+    return false;
+}
+
+void sf__call_begin(const char *what)
+{
+    while (!announce()) {
+#ifdef SF_DEBUG
+        /* Relaxed: a report, not a decision. */
+        if (atomic_load_explicit(&closing, memory_order_relaxed))
+            sf__misuse("%s() called while sf_shutdown() frees the runtime: every other "
+                       "thread must stop calling libsf before sf_shutdown()", what);
+#else
+        (void)what;
+#endif
+        /* The registry is being freed: sleep until it is reopened (a
+         * timeout, belt and braces). */
+        sf__futex_wait(&closing, 1, 1000000L);
+    }
+}
+
+bool sf__call_try_begin(void) { return announce(); }
+
+void sf__call_end(void)
+{
+    /* Release: this call's uses of the registry happen before a closer's
+     * acquire read of 0, after which it frees them. */
+    atomic_store_explicit(&sf__tls.gen, 0, memory_order_release);
+    if (sf__tls.outsider) {
+        sf__tls.outsider = false;
+        atomic_fetch_sub_explicit(&outsiders, 1, memory_order_release);
+    }
+    sf__tls.inside = 0;
+}
+
+/* Waits a little for another thread's call to end. */
+static void nap(unsigned *rounds)
+{
+    if (++*rounds < 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void sf__registry_close(void)
+{
+    /* seq_cst: the outsiders' side of the pair (announce). */
+    atomic_store_explicit(&closing, 1, memory_order_seq_cst);
+    /* Pairs with the light fence of every registered thread's announce. */
+    sf__fence_heavy();
+    unsigned rounds = 0;
+    /* Acquire, both loops: the calls' uses of the registry happen before
+     * their ends' release stores. Our own call counts once if it began
+     * without a struct. */
+    long self = sf__tls.outsider ? 1 : 0;
+    while (atomic_load_explicit(&outsiders, memory_order_acquire) > self)
+        nap(&rounds);
+    /* Relaxed: see sf__thread_self. */
+    unsigned g = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    for (int i = 0; i < sf__registry_count(); i++) {
+        struct sf__thread *t = sf__registry_get(i);
+        if (t == sf__tls.me)
+            continue;
+        for (;;) {
+            /* Under reg_lock: a live thread's TLS stays until it is marked
+             * dead (mark_dead, under the same lock). Relaxed for alive and
+             * tls_gen: written under reg_lock. */
+            sf__lock(&reg_lock);
+            _Atomic unsigned *tg = atomic_load_explicit(&t->tls_gen, memory_order_relaxed);
+            bool in = atomic_load_explicit(&t->alive, memory_order_relaxed) && tg != NULL &&
+                      atomic_load_explicit(tg, memory_order_acquire) == g;
+            sf__unlock(&reg_lock);
+            if (!in)
+                break;
+            nap(&rounds);
+        }
+    }
+}
+
+void sf__registry_reopen(void)
+{
+    /* Release: a call that sees the registry open (announce) sees the
+     * destroy before it, and the new generation. */
+    atomic_store_explicit(&closing, 0, memory_order_release);
+    sf__futex_wake(&closing, INT_MAX);
+}
+
+/* A new generation (never 0, which means "outside", registry.h). Relaxed:
+ * see sf__thread_self. */
+static void next_gen(void)
+{
+    if (atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed) + 1 == 0)
+        atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
 }
 
 int sf__registry_init(void (*on_exit)(struct sf__thread *t))
@@ -171,8 +334,7 @@ int sf__registry_init(void (*on_exit)(struct sf__thread *t))
     }
     exit_hook = on_exit;
     exit_key_live = true;
-    /* Relaxed: see sf__thread_self. */
-    atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
+    next_gen();
     return 0;
 }
 
@@ -186,22 +348,33 @@ void sf__registry_after_fork(void)
         pthread_key_delete(exit_key);
     exit_key_live = false;
     /* Relaxed: the child has one thread. */
-    atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
+    next_gen();
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
+    atomic_store_explicit(&closing, 0, memory_order_relaxed);
+    atomic_store_explicit(&outsiders, 0, memory_order_relaxed);
     /* The parent's structs and chunks leak: their memory may be in any state. */
     memset(chunks, 0, sizeof chunks);
     dead = NULL;
+    /* Outside any call: a fork inside one leaves a child that may only
+     * exec or _exit (sf.h). */
     sf__tls.me = NULL;
+    atomic_store_explicit(&sf__tls.gen, 0, memory_order_relaxed);
+    sf__tls.inside = 0;
+    sf__tls.outsider = false;
 }
 
 void sf__registry_destroy(void)
 {
-    /* Deleting the key first: no exit destructor can touch a freed struct. */
+    /* Deleting the key first: no exit destructor starts on a freed struct;
+     * one already running checks the generation, bumped under reg_lock
+     * (mark_dead). */
     pthread_key_delete(exit_key);
     exit_key_live = false;
-    /* Relaxed, all three: nobody else uses the registry any more (sf.h:
-     * sf_shutdown does not race with other calls; its workers are joined). */
-    atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
+    sf__lock(&reg_lock);
+    next_gen();
+    sf__unlock(&reg_lock);
+    /* Relaxed, both: nobody else uses the registry any more (it is closed,
+     * Calls in flight; the workers are joined). */
     int n = atomic_load_explicit(&nthreads, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
         struct sf__thread *t = sf__registry_get(i);
@@ -217,6 +390,8 @@ void sf__registry_destroy(void)
     }
     dead = NULL;
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
+    /* The closer's call goes on (it ends after the reopen): its struct is
+     * gone, so none is found any more. */
     sf__tls.me = NULL;
 }
 

@@ -27,6 +27,8 @@ struct sf__thread {
     bool is_worker;            /* a pool worker (written with __atomic_store_n at
                                 * registration: stats.c reads it) */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
+    _Atomic unsigned *tls_gen; /* its thread's sf__tls.gen while alive (Calls in
+                                * flight); under reg_lock */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
     sf_future *cur;            /* the task running here, innermost; NULL: none (owner) */
 #if defined(__SANITIZE_THREAD__)
@@ -74,29 +76,86 @@ struct sf__thread {
     bool tnamed;
 };
 
-/* The calling thread's cached registration. */
+/*
+ * Calls in flight. A registry is freed at sf_shutdown, while other threads
+ * may still be inside libsf: a program that shuts down too early, a hook or
+ * a signal handler that calls back. So every call that a thread makes from
+ * outside libsf - an outermost call - announces itself, and a registry is
+ * freed only once it is closed: no call in flight on any other thread, and
+ * none able to begin (one that tries waits until the registry is freed, and
+ * then finds a fresh runtime, as any call after sf_shutdown does).
+ *
+ * The announcement costs the fork-join fast path nothing: it is what makes
+ * sf__thread_self() find the thread's struct at all. A thread's `gen` (TLS)
+ * is the registry's generation while it is inside a call and 0 outside, so
+ * every outermost call finds no struct, leaves its fast path, and goes
+ * through sf__call_begin (lifecycle.h, SF__OUTERMOST), which sets it; calls
+ * nested in it (tasks, hooks) find the struct at once. Pool workers and
+ * fresh stacks are inside for their whole life.
+ *
+ * The closer (sf__registry_close) and a beginning call form an asymmetric
+ * Dekker pair (platform.h): the call stores its gen, light fence, loads
+ * `closing`; the closer stores `closing`, heavy fence, loads every live
+ * thread's gen (through its struct's tls_gen, under reg_lock, so that a
+ * thread that exits - its TLS gone - is dead first). Either the closer sees
+ * the call and waits for it to end, or the call sees `closing` and backs
+ * off before it touches anything. A thread with no struct in this registry
+ * yet (it registers inside the call) is counted in `outsiders` instead, by
+ * sequentially consistent operations on both sides.
+ */
 struct sf__tls {
-    struct sf__thread *me;
-    unsigned gen;
+    struct sf__thread *me;  /* its struct, in the registry of generation me_gen */
+    unsigned me_gen;
+    _Atomic unsigned gen;   /* me_gen while inside a call, else 0 (above) */
+    int inside;             /* an outermost call is in progress (or a worker's life) */
+    bool outsider;          /* ... counted in `outsiders` at its beginning */
 };
 extern __thread struct sf__tls sf__tls __attribute__((tls_model("initial-exec")));
-/* Bumped at every registry init and destroy: a cached registration of an
- * older generation is stale. */
+/* Bumped at every registry init and destroy, never 0: a cached registration
+ * of an older generation is stale. */
 extern _Atomic unsigned sf__registry_gen;
 
-/* The calling thread's struct, or NULL if it has none in this registry. */
+/* The calling thread's struct while it is inside a libsf call (Calls in
+ * flight), or NULL: outside any call, or no struct in this registry. */
 static inline struct sf__thread *sf__thread_self(void)
 {
     struct sf__thread *me = sf__tls.me;
-    /* Relaxed: gen only tells a thread that its cached struct belongs to a
-     * runtime that was shut down; sf_shutdown() may not race with other calls
-     * (sf.h), so any later value read here was published before this thread's
-     * next call by whatever synchronised it with the shutdown. */
-    if (SF__LIKELY(me != NULL &&
-                   sf__tls.gen == atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)))
+    /* Relaxed, both: gen is this thread's own, and the registry's generation
+     * changes only while no other thread is inside a call (a destroy comes
+     * after a close; an init, while nobody is registered), so a thread
+     * inside reads the value its call began with. */
+    if (SF__LIKELY(me != NULL && atomic_load_explicit(&sf__tls.gen, memory_order_relaxed) ==
+                                     atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)))
         return me;
     return NULL;
 }
+
+/* Is an outermost call in progress on this thread (Calls in flight)? */
+static inline bool sf__call_inside(void) { return sf__tls.inside != 0; }
+
+/*
+ * The calling thread, outside any call, begins one: announces it, or waits
+ * while the registry is closed and then begins (the debug build reports a
+ * call that finds the registry closed: `what` names it). sf__call_end ends
+ * it. Neither changes errno.
+ */
+void sf__call_begin(const char *what);
+void sf__call_end(void);
+/* A thread's exit: begins a call unless the registry is closed (false). */
+bool sf__call_try_begin(void);
+/* A thread libsf made (a pool worker, a fresh stack), before it registers:
+ * inside a call for its whole life. Its life is within a call of another
+ * thread: the shutdown that joins the workers, the get that waits for the
+ * fresh stack. */
+static inline void sf__call_begin_for_life(void) { sf__tls.inside = 1; }
+
+/*
+ * The calling thread, inside a call (its own is not waited for): closes the
+ * registry - waits until no other thread is inside a call, after which none
+ * can begin one until sf__registry_reopen, which comes after destroy.
+ */
+void sf__registry_close(void);
+void sf__registry_reopen(void);
 
 /* Threads registered at once, dead ones adopted: the ids future.h allows,
  * less the one that names no thread (SF__NO_THREAD_ID). */

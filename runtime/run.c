@@ -53,11 +53,21 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
 
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
 {
-    (void)me;
-    if (!(done & SF__SEEN))
+    if (!(done & SF__SEEN)) {
+        /* The hook may call libsf. If no task encloses this one here, the
+         * thread runs none now (me->cur is back to NULL) while its red line
+         * is still the task's (sf__run_outermost restores it after the
+         * completion): raised for the hook, as for any thread that runs no
+         * task, so that its gets take the slow path (run.h, the fast
+         * path's invariant). */
+        uintptr_t red = me->stack_red;
+        if (me->cur == NULL)
+            me->stack_red = UINTPTR_MAX;
         /* Relaxed: this thread wrote both just now. */
         sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed),
                            f->val, f->u.fn);
+        me->stack_red = red;
+    }
     free(f->val);
 }
 

@@ -61,6 +61,7 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
         errno = EINVAL;
         return -1;
     }
+    SF__OUTERMOST("sf_task_do", int, sf_task_do(t, fn, arg)); /* registry.h, Calls in flight */
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return -1;
@@ -228,6 +229,7 @@ static __attribute__((noinline, cold)) void *get_other(sf_task *t)
         errno = EINVAL;
         return NULL;
     }
+    SF__OUTERMOST("sf_task_get", void *, sf_task_get(t)); /* registry.h, Calls in flight */
     /* Relaxed: only the maker writes f, and only the maker goes on. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
     struct sf__thread *me = sf__thread_self();
@@ -277,6 +279,7 @@ SF_EXPORT void *sf_task_get(sf_task *t)
 
 SF_EXPORT const char *sf_task_error_message(void)
 {
+    SF__OUTERMOST("sf_task_error_message", const char *, sf_task_error_message());
     struct sf__thread *me = sf__thread_self();
     return me != NULL ? me->task_msg : NULL;
 }

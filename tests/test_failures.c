@@ -931,6 +931,110 @@ START_TEST(hook_holds_for_the_process)
 }
 END_TEST
 
+/* ---- hooks that call back ---- */
+
+/*
+ * A hook that calls sf_shutdown() runs inside a libsf call (the release that
+ * reports, or the shutdown's own report), whose memory a shutdown would
+ * free: both sf_shutdown and sf_shutdown_timeout are refused with one line
+ * each, the hook runs once for its failure, and the runtime goes on. _i: bit
+ * 0 the thread count (1, 2), bit 1 reported by sf_release (0) or at
+ * sf_shutdown (1).
+ */
+static atomic_int hook_timeout_rc;
+
+static void hook_calls_shutdown(int code, const char *message, void *ctx)
+{
+    counting_hook(code, message, ctx);
+    sf_shutdown();
+    errno = 0;
+    long rc = sf_shutdown_timeout(0);
+    atomic_store(&hook_timeout_rc, rc == -1 && errno == EDEADLK ? 1 : -1);
+}
+
+START_TEST(hook_calling_shutdown_is_refused)
+{
+    start(1 + (_i & 1));
+    sf_on_unhandled(hook_calls_shutdown, &hook_token);
+    atomic_store(&hook_timeout_rc, 0);
+    struct failing w = {EIO, "disk 3", NULL};
+    sf_future *f = failed_unseen(&w, &fails_done);
+    struct tu_capture cap;
+    tu_capture_begin(&cap);
+    if (_i & 2)
+        sf_shutdown(); /* f is never released: reported here */
+    else
+        sf_release(f);
+    char *out = tu_capture_end(&cap);
+    ck_assert_str_eq(out, "libsf: sf_shutdown() called from an unhandled-failure hook; ignored\n"
+                          "libsf: sf_shutdown_timeout() called from an unhandled-failure hook; "
+                          "ignored\n");
+    free(out);
+    assert_hook_calls(1);
+    assert_last_hook(EIO, "disk 3");
+    ck_assert_int_eq(atomic_load(&hook_timeout_rc), 1);
+    if (!(_i & 2)) {
+        assert_works();
+        sf_shutdown();
+        assert_hook_calls(1);
+    }
+}
+END_TEST
+
+/*
+ * A hook that gets work done with libsf, on a pool worker: a failed task
+ * released while it ran there is reported by the worker, outside any task
+ * of its own, and the hook's sf_do/sf_get work as anywhere (the debug build
+ * checks the fast path's invariant there).
+ */
+static atomic_int callback_result, callback_done, orphan_started, orphan_go;
+static pthread_t callback_thread;
+
+static void hook_gets(int code, const char *message, void *ctx)
+{
+    counting_hook(code, message, ctx);
+    callback_thread = pthread_self();
+    sf_future *g = sf_do(tu_fib, (void *)10L);
+    long v = g != NULL ? (long)sf_get(g) : -1;
+    sf_release(g);
+    atomic_store(&callback_result, (int)v);
+    atomic_store(&callback_done, 1);
+}
+
+static void *fail_when_told(void *arg)
+{
+    atomic_store(&orphan_started, 1);
+    tu_wait_flag(&orphan_go, WAIT_MS);
+    sf_fail(EIO, "released while it ran");
+    return arg;
+}
+
+START_TEST(hook_on_a_worker_calls_back)
+{
+    start(2);
+    sf_on_unhandled(hook_gets, &hook_token);
+    sf_future *f = sf_do(fail_when_told, NULL);
+    ck_assert_ptr_nonnull(f);
+    /* The get submits both; the idle worker takes the oldest, f, and this
+     * thread runs g itself. */
+    sf_future *g = sf_do(tu_fib, (void *)5L);
+    ck_assert_ptr_eq(sf_get(g), (void *)5L);
+    sf_release(g);
+    ck_assert_msg(tu_wait_flag(&orphan_started, WAIT_MS), "the worker did not take the task");
+    sf_release(f); /* running: the worker frees it, and reports its failure */
+    atomic_store(&orphan_go, 1);
+    ck_assert_msg(tu_wait_flag(&callback_done, WAIT_MS), "the hook did not run");
+    ck_assert_int_eq(atomic_load(&callback_result), 55);
+    assert_hook_calls(1);
+    ck_assert_int_eq(hook_code, EIO);
+    ck_assert_str_eq(hook_msg, "released while it ran");
+    ck_assert(!pthread_equal(callback_thread, pthread_self()));
+    assert_works();
+    sf_shutdown();
+    assert_hook_calls(1);
+}
+END_TEST
+
 /*
  * Many failures from many threads: 4 pthreads make 1000 failing tasks each.
  * 750 run unseen (the gate), and then 250 of them are seen by
@@ -1067,6 +1171,8 @@ static Suite *failures_suite(void)
     tcase_add_loop_test(un, null_hook_restores_default, 0, 2);
     tcase_add_loop_test(un, hook_holds_for_the_process, 0, 2);
     tcase_add_loop_test(un, many_failures_many_threads, 0, 2);
+    tcase_add_loop_test(un, hook_calling_shutdown_is_refused, 0, 4);
+    tcase_add_test(un, hook_on_a_worker_calls_back);
     suite_add_tcase(s, un);
     return s;
 }

@@ -6,6 +6,8 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +307,312 @@ START_TEST(restart_after_shutdown)
 }
 END_TEST
 
+/* ---- other threads still inside libsf (sf.h, sf_shutdown) ---- */
+
+/*
+ * A call in flight on another thread when the shutdown comes: the shutdown
+ * waits for it to end before it frees anything, and the call's work - here
+ * a task running nested in it, which makes and gets tasks of its own after
+ * the shutdown began - is exact.
+ */
+static atomic_int inflight_started, inflight_go;
+static atomic_long inflight_value;
+
+static void *holds_the_call(void *arg)
+{
+    atomic_store(&inflight_started, 1);
+    tu_wait_flag(&inflight_go, 10000);
+    sf_future *f = sf_do(tu_fib, (void *)15L);
+    long v = f != NULL ? (long)sf_get(f) : -1;
+    sf_release(f);
+    return (void *)(v + (long)arg);
+}
+
+static void *caller_in_flight(void *arg)
+{
+    (void)arg;
+    sf_future *f = sf_do(holds_the_call, (void *)1000L);
+    /* Runs it here, nested in this get. Its last call: anything after it
+     * could come while the runtime closes, the misuse the debug build
+     * names (the handle dies with the runtime). */
+    long v = f != NULL ? (long)sf_get(f) : -1;
+    atomic_store(&inflight_value, v);
+    return NULL;
+}
+
+static void *lets_it_go(void *arg)
+{
+    (void)arg;
+    tu_sleep_ms(100); /* the shutdown is under way by then, or it waits */
+    atomic_store(&inflight_go, 1);
+    return NULL;
+}
+
+START_TEST(shutdown_waits_for_calls_in_flight)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    atomic_store(&inflight_started, 0);
+    atomic_store(&inflight_go, 0);
+    atomic_store(&inflight_value, 0);
+    pthread_t c, g;
+    ck_assert_int_eq(pthread_create(&c, NULL, caller_in_flight, NULL), 0);
+    ck_assert_int_eq(tu_wait_flag(&inflight_started, 10000), 1);
+    ck_assert_int_eq(pthread_create(&g, NULL, lets_it_go, NULL), 0);
+    sf_shutdown();
+    pthread_join(c, NULL);
+    pthread_join(g, NULL);
+    ck_assert_int_eq(atomic_load(&inflight_value), 1610);
+    sf_shutdown(); /* nothing more: no runtime, or the caller's restarted one */
+}
+END_TEST
+
+#ifndef SF_DEBUG
+/*
+ * Threads that keep calling libsf while the program shuts it down again and
+ * again (the order of shutdown got wrong). Nothing crashes, no call hangs
+ * and no result is wrong: a call that began before a shutdown closed the
+ * runtime is waited for; one that comes later waits and then starts the
+ * next runtime; a loop is one call; and a handle made before a shutdown
+ * and got after it reads as released (EINVAL), its memory resting through
+ * the next runtime. The debug build names the misuse instead
+ * (a_call_while_the_runtime_closes_is_named).
+ */
+#define CALLERS 3
+#define ROUNDS (TU_SANITIZED ? 8 : 20)
+static atomic_int callers_stop;
+static atomic_long exact, failed_calls, wrong;
+
+static void add_fib(long i, void *ctx)
+{
+    (void)i;
+    atomic_long *sum = ctx;
+    sf_future *f = sf_do(tu_fib, (void *)10L);
+    if (f != NULL) {
+        atomic_fetch_add(sum, (long)sf_get(f));
+        sf_release(f);
+    }
+}
+
+static void *keeps_calling(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&callers_stop)) {
+        sf_future *f = sf_do(tu_fib, (void *)12L);
+        if (f == NULL) {
+            atomic_fetch_add(&failed_calls, 1);
+            continue;
+        }
+        errno = 0;
+        long v = (long)sf_get(f);
+        if (v == 144)
+            atomic_fetch_add(&exact, 1);
+        else if (v == 0 && errno != 0)
+            atomic_fetch_add(&failed_calls, 1); /* made before a shutdown, got after it */
+        else
+            atomic_fetch_add(&wrong, 1);
+        sf_release(f);
+        atomic_long sum = 0;
+        int rc = sf_for(0, 4, add_fib, &sum);
+        if (rc == 0 && atomic_load(&sum) == 4 * 55)
+            atomic_fetch_add(&exact, 1);
+        else
+            atomic_fetch_add(&wrong, 1);
+        sf_stats st;
+        if (sf_stats_read(&st) != 0 && errno != ESRCH)
+            atomic_fetch_add(&wrong, 1);
+    }
+    return NULL;
+}
+
+START_TEST(other_threads_still_calling)
+{
+    tu_env_threads(thread_counts[_i]);
+    atomic_store(&callers_stop, 0);
+    atomic_store(&exact, 0);
+    atomic_store(&failed_calls, 0);
+    atomic_store(&wrong, 0);
+    pthread_t t[CALLERS];
+    for (int k = 0; k < CALLERS; k++)
+        ck_assert_int_eq(pthread_create(&t[k], NULL, keeps_calling, NULL), 0);
+    for (int r = 0; r < ROUNDS; r++) {
+        tu_sleep_ms(10);
+        sf_shutdown();
+    }
+    atomic_store(&callers_stop, 1);
+    for (int k = 0; k < CALLERS; k++)
+        pthread_join(t[k], NULL);
+    sf_shutdown();
+    fprintf(stderr, "%d shutdowns under %d calling threads: %ld exact, %ld failed with an "
+                    "error, %ld wrong\n",
+            ROUNDS, CALLERS, atomic_load(&exact), atomic_load(&failed_calls), atomic_load(&wrong));
+    ck_assert_int_eq(atomic_load(&wrong), 0);
+    ck_assert_int_gt(atomic_load(&exact), 0);
+}
+END_TEST
+
+/*
+ * A signal handler that calls sf_shutdown() while the thread it interrupted
+ * is blocked in sf_get(): no libsf function is async-signal-safe, and the
+ * shutdown would free what the get uses. It is refused with one line
+ * (written with write(2)), and the get returns its result.
+ */
+static atomic_int blocker_started, blocker_go;
+
+static void *blocker(void *arg)
+{
+    atomic_store(&blocker_started, 1);
+    tu_wait_flag(&blocker_go, 10000);
+    return arg;
+}
+
+static void shut_down_from_handler(int sig)
+{
+    (void)sig;
+    sf_shutdown();
+}
+
+struct interrupter {
+    pthread_t target;
+};
+
+static void *interrupts(void *arg)
+{
+    struct interrupter *in = arg;
+    /* Until the target sleeps in its get (or 2 s: it is inside the get
+     * anyway, spinning). */
+    sf_stats st;
+    for (int i = 0; i < 2000 && (sf_stats_read(&st) != 0 || st.asleep == 0); i++)
+        tu_sleep_ms(1);
+    pthread_kill(in->target, SIGUSR1);
+    tu_sleep_ms(50);
+    atomic_store(&blocker_go, 1);
+    return NULL;
+}
+
+START_TEST(signal_handler_shutdown_is_refused)
+{
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    struct sigaction sa = {.sa_handler = shut_down_from_handler};
+    sigemptyset(&sa.sa_mask);
+    ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    atomic_store(&blocker_started, 0);
+    atomic_store(&blocker_go, 0);
+    sf_future *f = sf_do(blocker, (void *)7L);
+    sf_future *g = sf_do(tu_fib, (void *)5L);
+    ck_assert_ptr_eq(sf_get(g), (void *)5L); /* the idle worker takes f */
+    sf_release(g);
+    ck_assert_int_eq(tu_wait_flag(&blocker_started, 10000), 1);
+    struct interrupter in = {pthread_self()};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, interrupts, &in), 0);
+    struct tu_capture cap;
+    tu_capture_begin(&cap);
+    errno = 0;
+    void *v = sf_get(f); /* blocked: f runs on the worker */
+    int err = errno;
+    char *out = tu_capture_end(&cap);
+    pthread_join(t, NULL);
+    ck_assert_ptr_eq(v, (void *)7L);
+    ck_assert_int_eq(err, 0);
+    ck_assert_str_eq(out, "libsf: sf_shutdown() called while this thread is inside a libsf "
+                          "call (a signal handler?); ignored\n");
+    free(out);
+    sf_release(f);
+    sf_shutdown();
+    signal(SIGUSR1, SIG_DFL);
+}
+END_TEST
+#else
+/*
+ * The debug build names both misuses and aborts: a call that another thread
+ * begins while sf_shutdown() frees the runtime (here sf_stats_read, polled
+ * until the shutdown, held open by a call in flight, closes the runtime),
+ * and sf_shutdown() from a signal handler inside a call.
+ */
+static atomic_int closing_seen;
+
+static void *polls_stats(void *arg)
+{
+    (void)arg;
+    sf_stats st;
+    for (;;)
+        (void)sf_stats_read(&st); /* aborts once the runtime closes */
+    return NULL;
+}
+
+static void call_while_closing(void)
+{
+    tu_env_threads(2);
+    sf_init(NULL);
+    pthread_t c, p;
+    pthread_create(&c, NULL, caller_in_flight, NULL); /* never let go: holds the close */
+    tu_wait_flag(&inflight_started, 10000);
+    pthread_create(&p, NULL, polls_stats, NULL);
+    sf_shutdown();
+    (void)closing_seen;
+}
+
+START_TEST(a_call_while_the_runtime_closes_is_named)
+{
+    static const char *const parts[] = {
+        "libsf: sf_stats_read() called while sf_shutdown() frees the runtime: every other "
+        "thread must stop calling libsf before sf_shutdown()",
+        NULL};
+    tu_expect_abort(call_while_closing, parts);
+}
+END_TEST
+
+static atomic_int blocker_started, blocker_go;
+
+static void *blocker(void *arg)
+{
+    atomic_store(&blocker_started, 1);
+    tu_wait_flag(&blocker_go, 10000);
+    return arg;
+}
+
+static void shut_down_from_handler(int sig)
+{
+    (void)sig;
+    sf_shutdown();
+}
+
+static void *interrupts(void *arg)
+{
+    tu_sleep_ms(50);
+    pthread_kill(*(pthread_t *)arg, SIGUSR1);
+    return NULL;
+}
+
+static void shutdown_in_handler(void)
+{
+    tu_env_threads(2);
+    sf_init(NULL);
+    struct sigaction sa = {.sa_handler = shut_down_from_handler};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    sf_future *f = sf_do(blocker, (void *)7L);
+    sf_future *g = sf_do(tu_fib, (void *)5L);
+    sf_get(g);
+    tu_wait_flag(&blocker_started, 10000);
+    pthread_t me = pthread_self(), t;
+    pthread_create(&t, NULL, interrupts, &me);
+    sf_get(f); /* blocked until the abort */
+}
+
+START_TEST(signal_handler_shutdown_is_named)
+{
+    static const char *const parts[] = {
+        "libsf: sf_shutdown() called while this thread is inside a libsf call (a signal "
+        "handler?): no libsf function is async-signal-safe",
+        NULL};
+    tu_expect_abort(shutdown_in_handler, parts);
+}
+END_TEST
+#endif
+
 static Suite *shutdown_suite(void)
 {
     Suite *s = suite_create("shutdown");
@@ -322,6 +630,18 @@ static Suite *shutdown_suite(void)
     tcase_add_test(tc, worker_task_calls_them_during_shutdown);
     tcase_add_test(tc, restart_after_shutdown);
     suite_add_tcase(s, tc);
+
+    TCase *inside = tcase_create("calls in flight");
+    tcase_set_timeout(inside, 120);
+    tcase_add_loop_test(inside, shutdown_waits_for_calls_in_flight, 0, n);
+#ifndef SF_DEBUG
+    tcase_add_loop_test(inside, other_threads_still_calling, 0, n);
+    tcase_add_test(inside, signal_handler_shutdown_is_refused);
+#else
+    tcase_add_test(inside, a_call_while_the_runtime_closes_is_named);
+    tcase_add_test(inside, signal_handler_shutdown_is_named);
+#endif
+    suite_add_tcase(s, inside);
     return s;
 }
 

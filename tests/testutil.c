@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -292,6 +294,52 @@ void *tu_run_on_thread(void *(*fn)(void *), void *arg, size_t stack)
     pthread_attr_destroy(&attr);
     ck_assert_int_eq(pthread_join(tid, &ret), 0);
     return ret;
+}
+
+/* ---- a child process ---- */
+
+char *tu_run_in_child(void (*fn)(void), int *sig, int *status)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(p[0]);
+        dup2(p[1], 2);
+        close(p[1]);
+        tu_env_clean();
+        fn();
+        _exit(0);
+    }
+    close(p[1]);
+    size_t len = 0, cap = 4096;
+    char *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    ssize_t n;
+    while ((n = read(p[0], out + len, cap - len - 1)) > 0)
+        if ((len += (size_t)n) == cap - 1)
+            ck_assert_ptr_nonnull(out = realloc(out, cap *= 2));
+    out[len] = '\0';
+    close(p[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (status != NULL)
+        *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+}
+
+void tu_expect_abort(void (*fn)(void), const char *const *parts)
+{
+    int sig;
+    char *err = tu_run_in_child(fn, &sig, NULL);
+    ck_assert_msg(sig == SIGABRT, "the child ended with signal %d, stderr \"%s\"", sig, err);
+    ck_assert_msg(tu_count_lines(err) == 1 && strncmp(err, "libsf: ", 7) == 0,
+                  "want one \"libsf: \" line, got \"%s\"", err);
+    for (; *parts != NULL; parts++)
+        ck_assert_msg(strstr(err, *parts) != NULL, "\"%s\" not in \"%s\"", *parts, err);
+    free(err);
 }
 
 /* ---- fib ---- */

@@ -76,6 +76,16 @@ int tu_os_threads_expect(int expected);
  * returns fn's value. */
 void *tu_run_on_thread(void *(*fn)(void *), void *arg, size_t stack);
 
+/* Runs fn in a forked child whose stderr goes to a pipe (and whose
+ * environment is tu_env_clean's); returns what it wrote there (malloc'd),
+ * the signal it died of (0: none) in *sig and, if status is not NULL, its
+ * exit status (-1: killed) in *status. The child exits 0 when fn returns. */
+char *tu_run_in_child(void (*fn)(void), int *sig, int *status);
+/* The child running fn aborted (SIGABRT) after writing exactly one line,
+ * "libsf: ...", which contains every string of parts (NULL-terminated): a
+ * misuse a debug build reports. */
+void tu_expect_abort(void (*fn)(void), const char *const *parts);
+
 /* The header's example: fib(n) with one sf_do per call with n >= 2. */
 void *tu_fib(void *arg);
 long tu_fib_exact(int n);
