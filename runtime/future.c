@@ -23,6 +23,15 @@
  * as the spills complete slabs, bounded by what threads keep on their own
  * lists (SF__SPILL_AT each).
  *
+ * Resting arenas. At sf_shutdown every arena is discarded (its futures read
+ * as FREE) but stays mapped, and a program may still hold handles into it
+ * - by mistake, say a thread that made a future before the shutdown and
+ * gets it after. So a stopped runtime's arenas rest through the next
+ * runtime, which maps its own, and only the one after reuses them: for the
+ * whole next runtime such a handle reads as released (a get fails with
+ * EINVAL) instead of naming another task. At most two runtimes' arenas
+ * exist, the resting ones taking no memory but address space.
+ *
  * Invariant: a future is in exactly one of: in use, one thread's free list,
  * its slab's stash list; a cold slab has all its futures in none and reads
  * as zeros. Slab bookkeeping is under slab_lock.
@@ -54,7 +63,8 @@ _Static_assert(sizeof(struct arena) <= SLAB_BYTES, "an arena's header fits its f
 
 /* A leaf lock (debug.h): nothing is taken under it. */
 static struct sf__lock slab_lock = SF__LOCK_INITIALIZER(SF__RANK_LEAF, "slab_lock");
-static struct arena *arenas;
+static struct arena *arenas;  /* this runtime's, newest first */
+static struct arena *resting; /* the previous runtime's (Resting arenas) */
 static struct slab *partial; /* slabs with futures in the stash */
 static struct slab *cold;    /* slabs whose futures are all free and discarded */
 
@@ -227,14 +237,11 @@ void sf__futures_each(void (*fn)(sf_future *f, uint64_t state))
         }
 }
 
-void sf__futures_free_all(void)
+/* Every slab of the arena list from `a` discarded and cold, pushed on
+ * `cold`. Under slab_lock. */
+static void cool_arenas(struct arena *a)
 {
-    /* The arenas stay mapped, every slab discarded and cold: a future kept
-     * past sf_shutdown reads as FREE (a get of it fails with EINVAL) until
-     * a later runtime hands its memory out again. */
-    sf__lock(&slab_lock);
-    partial = cold = NULL;
-    for (struct arena *a = arenas; a != NULL; a = a->next)
+    for (; a != NULL; a = a->next)
         for (size_t i = ARENA_SLABS; i-- > 1;) {
             struct slab *sl = &a->slab[i];
             if (!sl->cold)
@@ -246,14 +253,46 @@ void sf__futures_free_all(void)
             sl->next = cold;
             cold = sl;
         }
+}
+
+void sf__futures_free_all(void)
+{
+    /* The arenas stay mapped, every slab discarded: a future kept past
+     * sf_shutdown reads as FREE (a get of it fails with EINVAL). They rest
+     * through the next runtime (Resting arenas); the resting ones before
+     * them are this runtime's to reuse from now on. */
+    sf__lock(&slab_lock);
+    partial = cold = NULL;
+    struct arena *r = resting;
+    resting = arenas;
+    cool_arenas(resting);
+    cold = NULL; /* resting slabs are discarded, but not handed out */
+    cool_arenas(r);
+    arenas = r;
     sf__unlock(&slab_lock);
 }
 
 void sf__futures_after_fork(void)
 {
     sf__lock_init(&slab_lock, SF__RANK_LEAF, "slab_lock");
+    /* The parent's futures are invalid here. Their pages are discarded
+     * (in the child only: private memory) so that they read as FREE - a
+     * get, wait, release or cancel of one fails with EINVAL instead of
+     * waiting for a parent's thread - and they rest through the child's
+     * first runtime like a stopped runtime's (Resting arenas). The slab
+     * headers stay: the arena list is in them. */
+    struct arena *last = NULL;
+    for (struct arena *a = arenas; a != NULL; last = a, a = a->next)
+        for (size_t i = 1; i < ARENA_SLABS; i++)
+            sf__memory_discard(a->slab[i].mem, SLAB_BYTES);
+    if (last != NULL) {
+        last->next = resting;
+        resting = arenas;
+    }
     arenas = NULL;
     partial = cold = NULL;
+    /* The resting arenas' slab records still say what the parent's slabs
+     * held: made cold at the child's first shutdown (cool_arenas). */
 }
 
 void sf__freelist_destroy(struct sf__freelist *fl)
