@@ -161,7 +161,7 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
      * the struct is the call's from now on. Relaxed: this thread is counted
      * in `outsiders` until the call ends, which is what a closer waits for. */
     if (sf__tls.inside)
-        atomic_store_explicit(&sf__tls.gen, gen, memory_order_relaxed);
+        __atomic_store_n(&sf__tls.gen, gen, __ATOMIC_RELAXED);
     /* The destructor runs the exit hook and marks the struct dead when this
      * thread exits. */
     pthread_setspecific(exit_key, t);
@@ -213,7 +213,7 @@ static bool announce(void)
     if (sf__tls.me != NULL && sf__tls.me_gen == g) {
         /* Relaxed: ordered before the load of closing by the light fence,
          * which pairs with the closer's heavy fence. */
-        atomic_store_explicit(&sf__tls.gen, g, memory_order_relaxed);
+        __atomic_store_n(&sf__tls.gen, g, __ATOMIC_RELAXED);
         sf__fence_light();
     } else {
         sf__tls.outsider = true;
@@ -256,7 +256,7 @@ void sf__call_end(void)
 {
     /* Release: this call's uses of the registry happen before a closer's
      * acquire read of 0, after which it frees them. */
-    atomic_store_explicit(&sf__tls.gen, 0, memory_order_release);
+    __atomic_store_n(&sf__tls.gen, 0, __ATOMIC_RELEASE);
     if (sf__tls.outsider) {
         sf__tls.outsider = false;
         atomic_fetch_sub_explicit(&outsiders, 1, memory_order_release);
@@ -299,9 +299,9 @@ void sf__registry_close(void)
              * dead (mark_dead, under the same lock). Relaxed for alive and
              * tls_gen: written under reg_lock. */
             sf__lock(&reg_lock);
-            _Atomic unsigned *tg = atomic_load_explicit(&t->tls_gen, memory_order_relaxed);
+            unsigned *tg = atomic_load_explicit(&t->tls_gen, memory_order_relaxed);
             bool in = atomic_load_explicit(&t->alive, memory_order_relaxed) && tg != NULL &&
-                      atomic_load_explicit(tg, memory_order_acquire) == g;
+                      __atomic_load_n(tg, __ATOMIC_ACQUIRE) == g;
             sf__unlock(&reg_lock);
             if (!in)
                 break;
@@ -358,7 +358,7 @@ void sf__registry_after_fork(void)
     /* Outside any call: a fork inside one leaves a child that may only
      * exec or _exit (sf.h). */
     sf__tls.me = NULL;
-    atomic_store_explicit(&sf__tls.gen, 0, memory_order_relaxed);
+    sf__tls.gen = 0;
     sf__tls.inside = 0;
     sf__tls.outsider = false;
 }

@@ -27,8 +27,8 @@ struct sf__thread {
     bool is_worker;            /* a pool worker (written with __atomic_store_n at
                                 * registration: stats.c reads it) */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */
-    _Atomic unsigned *tls_gen; /* its thread's sf__tls.gen while alive (Calls in
-                                * flight); under reg_lock */
+    _Atomic(unsigned *) tls_gen; /* its thread's sf__tls.gen while alive (Calls
+                                  * in flight); under reg_lock */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
     sf_future *cur;            /* the task running here, innermost; NULL: none (owner) */
 #if defined(__SANITIZE_THREAD__)
@@ -106,7 +106,11 @@ struct sf__thread {
 struct sf__tls {
     struct sf__thread *me;  /* its struct, in the registry of generation me_gen */
     unsigned me_gen;
-    _Atomic unsigned gen;   /* me_gen while inside a call, else 0 (above) */
+    /* me_gen while inside a call, else 0 (above). Written by this thread
+     * with atomic stores and read by a closer with atomic loads; this
+     * thread's own reads are plain (nobody else writes it), which lets
+     * sf__thread_self compare it in one instruction. */
+    unsigned gen;
     int inside;             /* an outermost call is in progress (or a worker's life) */
     bool outsider;          /* ... counted in `outsiders` at its beginning */
 };
@@ -120,12 +124,12 @@ extern _Atomic unsigned sf__registry_gen;
 static inline struct sf__thread *sf__thread_self(void)
 {
     struct sf__thread *me = sf__tls.me;
-    /* Relaxed, both: gen is this thread's own, and the registry's generation
-     * changes only while no other thread is inside a call (a destroy comes
-     * after a close; an init, while nobody is registered), so a thread
-     * inside reads the value its call began with. */
-    if (SF__LIKELY(me != NULL && atomic_load_explicit(&sf__tls.gen, memory_order_relaxed) ==
-                                     atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)))
+    /* gen is this thread's own (plain read). Relaxed: the registry's
+     * generation changes only while no other thread is inside a call (a
+     * destroy comes after a close; an init, while nobody is registered), so
+     * a thread inside reads the value its call began with. */
+    if (SF__LIKELY(me != NULL &&
+                   sf__tls.gen == atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)))
         return me;
     return NULL;
 }
