@@ -2,7 +2,8 @@
  * test_for.c - parallel loops (sf_for, sf_for_range): every index exactly
  * once for empty, one-element, odd, extreme and huge ranges; stealing
  * spreads skewed work; loops nest and compose with futures at any
- * SF_THREADS; misuse is EINVAL.
+ * SF_THREADS; a body's sf_fail() fails its loop and stops it, and goes no
+ * further; misuse is EINVAL.
  *
  * "Exactly once" is checked two ways. A counter per index (atomic adds)
  * for ranges that fit in memory. For huge ranges, each thread records the
