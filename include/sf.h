@@ -386,8 +386,8 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg);
  * queued task (its memory may go), and further calls return the same
  * result. A task that failed or was cancelled gives NULL with errno its
  * code; its message, if it had one, stays readable through
- * sf_task_error_message() until the next sf_task_get() of this thread that
- * fails. Also fails with:
+ * sf_task_error_message() until the next sf_task_get() or loop of this
+ * thread that fails. Also fails with:
  *   EPERM   t was made by another thread;
  *   EINVAL  t is NULL or holds no task;
  *   EDEADLK t's task is running on this thread, enclosing this get;
@@ -398,9 +398,11 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg);
 SF_EXPORT void *sf_task_get(sf_task *t);
 
 /*
- * The message of the task whose sf_task_get() last failed on this thread
- * (sf_fail()'s text), or NULL if it had none or none failed. Valid until
- * this thread's next failing sf_task_get(), or its exit.
+ * The message of the last sf_task_get(), sf_for() or sf_for_range() of this
+ * thread that failed (sf_fail()'s text, from the task or from the loop's
+ * failing body), or NULL if that failure had none or none failed. A call
+ * that does not fail leaves it as it is. Valid until this thread's next
+ * failing sf_task_get(), sf_for() or sf_for_range(), or its exit.
  */
 SF_EXPORT const char *sf_task_error_message(void);
 
@@ -408,8 +410,9 @@ SF_EXPORT const char *sf_task_error_message(void);
  * Parallel loops over an index range.
  *
  * sf_for(from, to, body, ctx) runs body(i, ctx) for every i of [from, to)
- * exactly once, in parallel, and returns when all have returned. The range
- * is split statically among the participants (the calling thread and up to
+ * exactly once, in parallel (unless a body fails the loop: "Failure"
+ * below), and returns when all have returned. The range is split
+ * statically among the participants (the calling thread and up to
  * SF_THREADS - 1 tasks, fewer for short ranges); each takes its indices one
  * at a time from the bottom of its part, with no atomic read-modify-write
  * and no fence (a compiler barrier where membarrier exists, as the fork-join
@@ -441,26 +444,40 @@ SF_EXPORT const char *sf_task_error_message(void);
  * getting a future the caller queued, plain and isolated gets, at
  * SF_THREADS 1, 2 and 4.
  *
- * The body reports errors through ctx: sf_for has no failure channel of its
- * own, and a body that calls sf_fail() fails whichever task it happens to
- * run in. Every index may run on any thread, in any order; the indices of a
- * part run in increasing order on one thread.
+ * Failure. A loop is a failure scope: a body that calls sf_fail() fails the
+ * loop, whatever thread or task it runs in, at any SF_THREADS. The first
+ * failure's code and message stand (another body's later sf_fail() returns
+ * -1 with errno EALREADY); no index starts after it - bodies running then
+ * finish - and sf_for returns -1 with errno that code once they have, its
+ * message readable through sf_task_error_message(). At one thread, an
+ * sf_for whose body i fails has run exactly the indices from..i. Only a
+ * body's own sf_fail() counts: a task it gets fails itself, and an inner
+ * loop's failure is the inner sf_for's return value in the outer body. A
+ * failure goes no further than its sf_for: a task running a loop fails
+ * only if it calls sf_fail() itself.
+ *
+ * Every index may run on any thread, in any order; the indices of a part
+ * run in increasing order on one thread.
  */
 
 /*
  * Runs body(i, ctx) for every i with from <= i < to, exactly once, in
- * parallel (see above); from == to does nothing. Starts the runtime from the
- * environment if it is not running. If memory for the loop's bookkeeping
- * cannot be had, the calling thread runs the whole loop itself: that is not
- * an error.
+ * parallel, until a body fails the loop (see above); from == to does
+ * nothing. Starts the runtime from the environment if it is not running.
+ * If memory for the loop's bookkeeping cannot be had, the calling thread
+ * runs the whole loop itself: that is not an error.
  *
  * Returns 0 once every body call has returned, or -1 with errno:
+ *   the code of the first body that called sf_fail() (its message:
+ *           sf_task_error_message()), once every body that started has
+ *           returned; indices not started by then never run ("Failure");
  *   EINVAL  body is NULL, or to < from (nothing runs);
  *   EAGAIN, ENOMEM  the calling thread cannot register (as sf_do); nothing
  *           runs;
  *   EDEADLK a participant running on another thread is stuck in a cycle of
  *           gets through the caller's frames (see "When things go wrong");
- *           the indices it holds have not all run.
+ *           the indices it holds have not all run, and a body's failure is
+ *           not reported.
  */
 SF_EXPORT int sf_for(long from, long to, void (*body)(long i, void *ctx), void *ctx);
 
@@ -483,10 +500,11 @@ SF_EXPORT int sf_for_range(long from, long to, long grain,
  *
  * C has no exceptions, so a task fails by saying so: sf_fail() marks the
  * running task failed with an errno-style code and a message, and the task
- * then returns as usual (its return value is ignored). Whoever gets that
- * future sees the failure instead of a result: sf_wait() returns the code,
- * sf_get() returns NULL with errno set to it, sf_error_message() reads the
- * message. A failure goes no further than the get that sees it: a parent
+ * then returns as usual (its return value is ignored); in a loop's body it
+ * fails the loop instead ("Parallel loops"). Whoever gets that future sees
+ * the failure instead of a result: sf_wait() returns the code, sf_get()
+ * returns NULL with errno set to it, sf_error_message() reads the message.
+ * A failure goes no further than the get that sees it: a parent
  * that gets a failed child decides what to do (return normally, or fail in
  * turn with sf_fail()).
  *
@@ -518,14 +536,18 @@ SF_EXPORT int sf_for_range(long from, long to, long grain,
 /*
  * Inside a task: marks the running task failed with `code` (> 0, an errno
  * value or any positive number of the program's) and a printf-style message
- * (fmt may be NULL: no message; at most 1023 bytes are kept). The first
- * failure of a task stands.
+ * (fmt may be NULL: no message; at most 1023 bytes are kept). Inside the
+ * body of a loop (sf_for, sf_for_range), also one run by a thread that runs
+ * no task, it fails the loop instead of the task the body runs in
+ * ("Parallel loops", Failure). The first failure of a task or a loop
+ * stands.
  *
  * Returns 0, or -1 with errno:
- *   EINVAL    code <= 0, or the calling thread is not running a task;
- *   EALREADY  the task already failed (the earlier failure stands);
- *   ENOMEM    no memory for the message (the task still fails, with no
- *             message).
+ *   EINVAL    code <= 0, or the calling thread is running neither a task nor
+ *             a loop's body;
+ *   EALREADY  the task or loop already failed (the earlier failure stands);
+ *   ENOMEM    no memory for the message (the task or loop still fails, with
+ *             no message).
  */
 SF_EXPORT int sf_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -302,7 +302,9 @@ SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void 
 SF_EXPORT int sf_fail(int code, const char *fmt, ...)
 {
     struct sf__thread *me = sf__thread_self();
-    if (code <= 0 || me == NULL || me->cur == NULL) {
+    /* A task, or a loop's body run by a thread that runs no task (a frame
+     * naming none is innermost: failure.h, Scopes). */
+    if (code <= 0 || me == NULL || (me->cur == NULL && sf__scope_here(me) == NULL)) {
         errno = EINVAL;
         return -1;
     }
@@ -322,7 +324,7 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
             lost = true;
         }
     }
-    int rc = sf__failure_set(me, code, msg, false);
+    int rc = sf__failure_set(me, code, msg);
     if (rc == 0 && lost)
         rc = ENOMEM;
     if (rc != 0) {
@@ -342,7 +344,7 @@ SF_EXPORT int sf_cancelled(void)
     if (!(s & SF__CANCEL))
         return 0;
     /* The task was told: it ends cancelled (unless it failed already). */
-    (void)sf__failure_set(me, ECANCELED, NULL, true);
+    (void)sf__failure_set_task(me, ECANCELED, NULL, true);
     return 1;
 }
 

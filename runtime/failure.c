@@ -10,7 +10,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sf__failure_set(struct sf__thread *me, int code, char *msg, bool seen)
+/* The first failure of scope s stands; a later one is dropped. */
+static int scope_fail(struct sf__scope *s, int code, char *msg)
+{
+    int none = 0;
+    /* Relaxed: the CAS only has to pick one winner among the bodies (the
+     * code's modification order does); what it publishes - the code, and
+     * msg written below - reaches the scope's owner through the end of
+     * every participant (parfor.c: their futures' completion, acquired by
+     * its gets), or is this thread's own. Nothing reads msg before that. */
+    if (!atomic_compare_exchange_strong_explicit(&s->code, &none, code, memory_order_relaxed,
+                                                 memory_order_relaxed)) {
+        free(msg);
+        return EALREADY;
+    }
+    s->msg = msg; /* the winner's alone */
+    /* Relaxed: a hint for the participants' next grain (sf__scope_stopped);
+     * one that reads it late runs an index or two more, no more wrong. */
+    atomic_store_explicit(&s->stop, true, memory_order_relaxed);
+    return 0;
+}
+
+int sf__failure_set(struct sf__thread *me, int code, char *msg)
+{
+    struct sf__scope *s = sf__scope_here(me);
+    if (s != NULL)
+        return scope_fail(s, code, msg);
+    if (me->cur == NULL) {
+        free(msg);
+        return EINVAL;
+    }
+    return sf__failure_set_task(me, code, msg, false);
+}
+
+int sf__failure_set_task(struct sf__thread *me, int code, char *msg, bool seen)
 {
     sf_future *f = me->cur;
     /* Relaxed: FAILED is ours alone to set; the CAS below decides against

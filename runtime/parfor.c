@@ -57,6 +57,19 @@
  * and gets in bodies all keep the runtime's deadlock freedom, at any
  * SF_THREADS. No lock is held while a body runs.
  *
+ * Failure. A loop is a failure scope (failure.h, Scopes): each participant
+ * runs its bodies under a frame naming the loop's scope, so a body's
+ * sf_fail() fails the loop - the first code and message stand, a later one
+ * is EALREADY - while a task a body runs (its get, or one it helps with)
+ * fails itself as anywhere. A failure sets the scope's stop flag, which
+ * every participant reads before each grain it takes and before it steals:
+ * indices not started then are never run, bodies running finish. Stopping
+ * leaves indices in the parts, so `remaining` never reaches 0; termination
+ * does not rest on it (participants end at the flag, and sf_for still gets
+ * every one). Once every participant has ended, the caller reads the scope
+ * - ordered after every body by those gets - and returns its code, with
+ * its message in this thread's task_msg (sf_task_error_message).
+ *
  * Lifetime. The loop lives on the heap with a reference per participant
  * task and one for the caller: a participant drops its own when it ends, the
  * caller drops those of tasks that never ran. A participant left running
@@ -88,6 +101,7 @@ struct loop {
     void (*rbody)(long lo, long hi, void *ctx);
     void *ctx;
     int parts;
+    struct sf__scope fail; /* see Failure; read before each grain, written once */
     _Alignas(64) _Atomic unsigned long remaining; /* indices not yet run */
     _Atomic int refs;                             /* see Lifetime */
     struct part part[];
@@ -229,13 +243,14 @@ static bool steal(struct loop *L, int self)
     }
 }
 
-/* Participant k's whole work: its part, then whatever it can steal. */
+/* Participant k's whole work: its part, then whatever it can steal, until
+ * nothing is left or a body failed the loop (Failure). */
 static void participate(struct loop *L, int k)
 {
     struct part *p = &L->part[k];
     for (;;) {
         unsigned long a, b, ran = 0;
-        while (take(p, L->grain, &a, &b)) {
+        while (!sf__scope_stopped(&L->fail) && take(p, L->grain, &a, &b)) {
             run_grain(L, a, b);
             ran += b - a;
         }
@@ -243,17 +258,32 @@ static void participate(struct loop *L, int k)
             /* Relaxed: a count for the thieves' search (steal); what the
              * bodies wrote is published by the participants' futures. */
             atomic_fetch_sub_explicit(&L->remaining, ran, memory_order_relaxed);
-        if (!steal(L, k))
+        if (sf__scope_stopped(&L->fail) || !steal(L, k))
             return;
     }
 }
 
-/* Drops a reference; the last one frees the loop. acq_rel: every use of the
- * loop by the other holders happens before the free. */
+/* Drops a reference; the last one frees the loop, and the message of a
+ * failure its caller did not take (it returned another error: Lifetime).
+ * acq_rel: every use of the loop by the other holders happens before the
+ * free. */
 static void loop_unref(struct loop *L)
 {
-    if (atomic_fetch_sub_explicit(&L->refs, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&L->refs, 1, memory_order_acq_rel) == 1) {
+        free(L->fail.msg);
         free(L);
+    }
+}
+
+/* Participant k's work on `me`, its bodies under a frame of the loop's
+ * failure scope that names the task running here now: the caller's own
+ * (NULL when it runs none), or the participant's future. */
+static void participate_in_scope(struct sf__thread *me, struct loop *L, int k)
+{
+    struct sf__scope_frame fr;
+    sf__scope_push(me, &fr, &L->fail);
+    participate(L, k);
+    sf__scope_pop(me, &fr);
 }
 
 static void *participant_task(void *arg)
@@ -262,20 +292,50 @@ static void *participant_task(void *arg)
     /* Relaxed: read by the caller after it sees our future DONE (acquire),
      * which our completion's release orders after this store. */
     atomic_store_explicit(&p->ran, 1, memory_order_relaxed);
-    participate(p->loop, p->k);
+    /* A task runs on a registered thread, with me->cur its future. */
+    participate_in_scope(sf__thread_self(), p->loop, p->k);
     loop_unref(p->loop);
     return NULL;
 }
 
-/* No loop structure (no memory, or one participant): the caller runs it. */
-static void run_alone(long from, unsigned long n, unsigned long g,
-                      void (*body)(long, void *), void (*rbody)(long, long, void *), void *ctx)
+/* The end of a loop whose every participant has ended: the code of its
+ * failure, 0 if no body reported one; the failure's message becomes this
+ * thread's (task_msg, task.c: freed at the next failure, or with the
+ * thread). */
+static int loop_result(struct sf__thread *me, struct sf__scope *fail)
+{
+    /* Relaxed: every body ran on this thread or in a participant whose
+     * future we got (acquire of its DONE) or found never run, so every
+     * write to the scope happens before this read. */
+    int code = atomic_load_explicit(&fail->code, memory_order_relaxed);
+    if (code == 0)
+        return 0;
+    free(me->task_msg);
+    me->task_msg = fail->msg;
+    fail->msg = NULL;
+    return code;
+}
+
+/* No loop structure (no memory, or one participant): the caller runs it,
+ * under a scope of its own as the parts would be. */
+static int run_alone(struct sf__thread *me, long from, unsigned long n, unsigned long g,
+                     void (*body)(long, void *), void (*rbody)(long, long, void *), void *ctx)
 {
     struct loop L = {.from = from, .grain = g, .body = body, .rbody = rbody, .ctx = ctx};
-    for (unsigned long a = 0, b; a < n; a = b) {
+    sf__scope_init(&L.fail);
+    struct sf__scope_frame fr;
+    sf__scope_push(me, &fr, &L.fail);
+    for (unsigned long a = 0, b; a < n && !sf__scope_stopped(&L.fail); a = b) {
         b = n - a > g ? a + g : n;
         run_grain(&L, a, b);
     }
+    sf__scope_pop(me, &fr);
+    int code = loop_result(me, &L.fail);
+    if (code != 0) {
+        errno = code;
+        return -1;
+    }
+    return 0;
 }
 
 static int parallel_for(long from, long to, unsigned long grain, void (*body)(long, void *),
@@ -299,16 +359,15 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
     struct loop *L = NULL;
     if (parts > 1)
         L = aligned_alloc(64, sizeof *L + (size_t)parts * sizeof L->part[0]);
-    if (L == NULL) {
-        run_alone(from, n, grain, body, rbody, ctx);
-        return 0;
-    }
+    if (L == NULL)
+        return run_alone(me, from, n, grain, body, rbody, ctx);
     L->from = from;
     L->grain = grain;
     L->body = body;
     L->rbody = rbody;
     L->ctx = ctx;
     L->parts = parts;
+    sf__scope_init(&L->fail);
     atomic_init(&L->remaining, n);
     atomic_init(&L->refs, parts); /* the caller and parts - 1 tasks */
     /* The static split, in whole grains. Written before the tasks that read
@@ -344,7 +403,7 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
     sf__get_submit(me, sf__trace_on);
     if (sf__pending_publish(&me->q))
         sf__pool_notify();
-    participate(L, 0);
+    participate_in_scope(me, L, 0);
     int err = 0;
     for (int k = 1; k <= made; k++) {
         sf_future *f = L->part[k].task;
@@ -357,7 +416,10 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
             if (sf_cancel(f) == 0 && sf_is_done(f) != 1 && err == 0)
                 err = rc;
         } else if (rc != 0 && rc != ECANCELED && err == 0) {
-            err = rc; /* a body failed its participant task (sf.h) */
+            /* No body fails its participant (Failure): one ends failed
+             * only as cancelled, which loses no index here. Anything else
+             * is passed on. */
+            err = rc;
         }
         /* Acquire through sf_is_done: a DONE task's store of ran is
          * visible. A task that never ran leaves its reference to us. */
@@ -366,6 +428,10 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
         sf_release(f);
     }
     me->region = outer_region;
+    /* A participant still running (err) may yet fail the loop: its scope
+     * is read only once every participant has ended. */
+    if (err == 0)
+        err = loop_result(me, &L->fail);
     loop_unref(L);
     if (err != 0) {
         errno = err;

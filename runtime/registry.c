@@ -122,6 +122,7 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     t->depth = 0;
 #endif
     t->fails = NULL;
+    t->scope = NULL;
     free(t->task_msg); /* an exited thread's last failure message (task.c) */
     t->task_msg = NULL;
     atomic_store_explicit(&t->waiting_on, NULL, memory_order_relaxed);

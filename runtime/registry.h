@@ -18,7 +18,8 @@
 
 #include "pending.h"
 
-struct sf__failure; /* failure.h */
+struct sf__failure;     /* failure.h */
+struct sf__scope_frame; /* failure.h */
 
 /* Everything per thread. Owner-only fields are written by that thread alone. */
 struct sf__thread {
@@ -36,8 +37,12 @@ struct sf__thread {
 #endif
     struct sf__failure *fails; /* failures of running tasks, innermost first (owner;
                                 * failure.h) */
+    struct sf__scope_frame *scope; /* innermost failure scope this thread runs
+                                * bodies for (a loop's), NULL: none (owner;
+                                * failure.h, Scopes) */
     char *task_msg;            /* the message of the last task in caller storage
-                                * whose get failed here (owner; task.c) */
+                                * whose get failed here, or of the last loop that
+                                * failed here (owner; task.c, parfor.c) */
     /* The wait this thread is in, NULL while it runs a task (get.c,
      * Deadlock): written by the owner under wait_seq (a seqlock: odd while
      * it writes), read by getters that follow a chain of waits. */

@@ -2,7 +2,8 @@
  * test_for.c - parallel loops (sf_for, sf_for_range): every index exactly
  * once for empty, one-element, odd, extreme and huge ranges; stealing
  * spreads skewed work; loops nest and compose with futures at any
- * SF_THREADS; misuse is EINVAL.
+ * SF_THREADS; a body's sf_fail() fails its loop and stops it, and goes no
+ * further; misuse is EINVAL.
  *
  * "Exactly once" is checked two ways. A counter per index (atomic adds)
  * for ranges that fit in memory. For huge ranges, each thread records the
@@ -13,6 +14,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,6 +509,495 @@ START_TEST(participants_are_counted_tasks)
 }
 END_TEST
 
+/* ---- failures: a loop is a failure scope --------------------------------- */
+
+static const int fail_threads[] = {1, 2, 4};
+#define NFAIL (int)(sizeof fail_threads / sizeof fail_threads[0])
+
+#define FAIL_N 10000
+#define FAIL_AT 4321
+
+/* What a failing loop's bodies saw. */
+struct failing {
+    _Atomic unsigned char hits[FAIL_N];
+    atomic_int ran;     /* bodies started */
+    atomic_int ok;      /* their sf_fail() calls that returned 0 */
+    atomic_int already; /* ... that returned -1/EALREADY */
+    atomic_int other;   /* ... that returned anything else */
+    atomic_long winner; /* the index whose sf_fail() returned 0 */
+    int threads;
+    int gen; /* which loop: a new one's memory may be a freed one's */
+};
+
+static struct failing *failing_new(int threads)
+{
+    static int gens;
+    struct failing *c = calloc(1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    atomic_init(&c->winner, -1);
+    c->threads = threads;
+    c->gen = ++gens;
+    return c;
+}
+
+/* sf_fail(code, "index %ld", i) from body i, counted. */
+static void fail_counted(struct failing *c, int code, long i)
+{
+    errno = 0;
+    int rc = sf_fail(code, "index %ld", i);
+    if (rc == 0) {
+        atomic_fetch_add(&c->ok, 1);
+        atomic_store(&c->winner, i);
+    } else if (rc == -1 && errno == EALREADY) {
+        atomic_fetch_add(&c->already, 1);
+    } else {
+        atomic_fetch_add(&c->other, 1);
+    }
+}
+
+static void fail_at_body(long i, void *ctx)
+{
+    struct failing *c = ctx;
+    atomic_fetch_add_explicit(&c->hits[i], 1, memory_order_relaxed);
+    if (i == FAIL_AT)
+        fail_counted(c, 42, i);
+}
+
+/* Stops at FAIL_AT, as a body that fails returns. */
+static void fail_at_range_body(long lo, long hi, void *ctx)
+{
+    struct failing *c = ctx;
+    for (long i = lo; i < hi; i++) {
+        atomic_fetch_add_explicit(&c->hits[i], 1, memory_order_relaxed);
+        if (i == FAIL_AT) {
+            fail_counted(c, 42, i);
+            return;
+        }
+    }
+}
+
+/* The loop returned -1 with errno `code` and msg (sf_task_error_message()
+ * on its caller's thread) is "index <winner>": exactly one sf_fail()
+ * returned 0, and no other returned anything but EALREADY. */
+static void check_failed(struct failing *c, int rc, int err, int code, const char *msg)
+{
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(err, code);
+    ck_assert_int_eq(atomic_load(&c->ok), 1);
+    ck_assert_int_eq(atomic_load(&c->other), 0);
+    char want[32];
+    snprintf(want, sizeof want, "index %ld", atomic_load(&c->winner));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_str_eq(msg, want);
+}
+
+/* Index FAIL_AT ran once and failed the loop, no index ran twice, and at 1
+ * thread exactly the indices up to FAIL_AT ran. */
+static void check_fail_at(struct failing *c, int rc, int err, const char *msg)
+{
+    check_failed(c, rc, err, 42, msg);
+    ck_assert_int_eq(atomic_load(&c->winner), FAIL_AT);
+    ck_assert_int_eq(atomic_load(&c->already), 0);
+    ck_assert_int_eq(c->hits[FAIL_AT], 1);
+    for (long i = 0; i < FAIL_N; i++) {
+        if (c->hits[i] > 1)
+            ck_abort_msg("index %ld ran %d times", i, c->hits[i]);
+        if (c->threads == 1 && c->hits[i] != (i <= FAIL_AT))
+            ck_abort_msg("at 1 thread index %ld ran %d times", i, c->hits[i]);
+    }
+}
+
+START_TEST(a_failing_body_fails_the_loop)
+{
+    int threads = fail_threads[_i];
+    tu_env_threads(threads);
+    for (int rep = 0; rep < 3; rep++) {
+        struct failing *c = failing_new(threads);
+        errno = 0;
+        int rc = sf_for(0, FAIL_N, fail_at_body, c);
+        check_fail_at(c, rc, errno, sf_task_error_message());
+        free(c);
+    }
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+START_TEST(a_failing_range_body_fails_the_loop)
+{
+    int threads = fail_threads[_i];
+    tu_env_threads(threads);
+    static const long grains[] = {1, 7, 0};
+    for (size_t k = 0; k < sizeof grains / sizeof grains[0]; k++) {
+        struct failing *c = failing_new(threads);
+        errno = 0;
+        int rc = sf_for_range(0, FAIL_N, grains[k], fail_at_range_body, c);
+        check_fail_at(c, rc, errno, sf_task_error_message());
+        free(c);
+    }
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+/* The EARLY_AT-th body to start fails (index EARLY_AT - 1 at 1 thread);
+ * every body burns about 20 us, so by then the workers have usually
+ * started their parts. Each participant reads the stop flag before its
+ * next grain, so only bodies already running, or begun before the flag
+ * reached their thread, run after it: a few, far from half of the loop.
+ * (A body counted in the order of starts, not a fixed index: the caller
+ * could be descheduled before its first index while the workers run
+ * theirs.) */
+#define EARLY_AT 100
+static _Thread_local int early_seen; /* the gen of the loop this thread last ran a body of */
+static atomic_int early_threads;      /* threads that ran bodies */
+
+static void early_stop_body(long i, void *ctx)
+{
+    struct failing *c = ctx;
+    if (early_seen != c->gen) {
+        early_seen = c->gen;
+        atomic_fetch_add(&early_threads, 1);
+    }
+    atomic_fetch_add_explicit(&c->hits[i], 1, memory_order_relaxed);
+    if (atomic_fetch_add(&c->ran, 1) == EARLY_AT - 1) {
+        fail_counted(c, EIO, i);
+        return;
+    }
+    burn_cpu_ms(0.02);
+}
+
+static void early_stop_range_body(long lo, long hi, void *ctx)
+{
+    for (long i = lo; i < hi; i++)
+        early_stop_body(i, ctx);
+}
+
+static void check_early_stop(struct failing *c, int rc, int err)
+{
+    check_failed(c, rc, err, EIO, sf_task_error_message());
+    int ran = atomic_load(&c->ran);
+    printf("# early stop at %d threads: %d of %d bodies ran, on %d threads; the %dth failed\n",
+           c->threads, ran, FAIL_N, atomic_exchange(&early_threads, 0), EARLY_AT);
+    ck_assert_int_ge(ran, EARLY_AT);
+    ck_assert_int_lt(ran, FAIL_N / 2);
+    for (long i = 0; i < FAIL_N; i++) {
+        if (c->hits[i] > 1)
+            ck_abort_msg("index %ld ran %d times", i, c->hits[i]);
+        if (c->threads == 1 && c->hits[i] != (i < EARLY_AT))
+            ck_abort_msg("at 1 thread index %ld ran %d times", i, c->hits[i]);
+    }
+}
+
+START_TEST(a_failure_stops_the_loop_early)
+{
+    int threads = fail_threads[_i];
+    tu_env_threads(threads);
+    struct failing *c = failing_new(threads);
+    errno = 0;
+    int rc = sf_for(0, FAIL_N, early_stop_body, c);
+    check_early_stop(c, rc, errno);
+    free(c);
+    c = failing_new(threads);
+    errno = 0;
+    rc = sf_for_range(0, FAIL_N, 1, early_stop_range_body, c);
+    check_early_stop(c, rc, errno);
+    free(c);
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+/* Every body fails, with code 1000 + i. With more than one thread the
+ * first two bodies to start wait for each other first (the first one
+ * spins, so the second runs on another thread), so at least two call
+ * sf_fail(). */
+static void everyone_fails_body(long i, void *ctx)
+{
+    struct failing *c = ctx;
+    atomic_fetch_add_explicit(&c->hits[i], 1, memory_order_relaxed);
+    if (atomic_fetch_add(&c->ran, 1) < 2 && c->threads > 1)
+        while (atomic_load(&c->ran) < 2)
+            sched_yield();
+    fail_counted(c, 1000 + (int)i, i);
+}
+
+START_TEST(the_first_failure_stands)
+{
+    int threads = fail_threads[_i];
+    tu_env_threads(threads);
+    for (int rep = 0; rep < 3; rep++) {
+        struct failing *c = failing_new(threads);
+        errno = 0;
+        int rc = sf_for(0, FAIL_N, everyone_fails_body, c);
+        int err = errno;
+        int ran = atomic_load(&c->ran);
+        check_failed(c, rc, err, 1000 + (int)atomic_load(&c->winner), sf_task_error_message());
+        ck_assert_int_eq(atomic_load(&c->already), ran - 1);
+        if (threads == 1)
+            ck_assert_int_eq(ran, 1);
+        else
+            ck_assert_int_ge(ran, 2);
+        for (long i = 0; i < FAIL_N; i++)
+            if (c->hits[i] > 1)
+                ck_abort_msg("index %ld ran %d times", i, c->hits[i]);
+        free(c);
+    }
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+/* ---- what a failure does not reach ---------------------------------------- */
+
+static void *fail_code_task(void *arg)
+{
+    long code = (long)arg;
+    sf_fail((int)code, "task %ld", code);
+    return (void *)1;
+}
+
+static sf_future *failed_before; /* made before the loop; fails with 77 */
+
+/* Every body makes a task that fails, as a future and in caller storage,
+ * and gets it; and gets a failing future made before the loop, whose
+ * first get runs it in some body. Each get sees its task's failure; none
+ * is the loop's. */
+static void gets_failures_body(long i, void *ctx)
+{
+    struct failing *c = ctx;
+    atomic_fetch_add_explicit(&c->hits[i], 1, memory_order_relaxed);
+    long code = 1 + i % 50;
+    char want[32];
+    snprintf(want, sizeof want, "task %ld", code);
+    sf_future *f = sf_do(fail_code_task, (void *)code);
+    if (f == NULL)
+        ck_abort_msg("sf_do: %s", strerror(errno));
+    const char *m;
+    if (sf_wait(f, NULL) != code || (m = sf_error_message(f)) == NULL || strcmp(m, want) != 0)
+        atomic_fetch_add(&c->other, 1);
+    sf_release(f);
+    sf_task t;
+    if (sf_task_do(&t, fail_code_task, (void *)code) != 0)
+        ck_abort_msg("sf_task_do: %s", strerror(errno));
+    errno = 0;
+    if (sf_task_get(&t) != NULL || errno != code || (m = sf_task_error_message()) == NULL ||
+        strcmp(m, want) != 0)
+        atomic_fetch_add(&c->other, 1);
+    if (sf_wait(failed_before, NULL) != 77)
+        atomic_fetch_add(&c->other, 1);
+}
+
+START_TEST(failures_of_tasks_a_body_gets_stay_theirs)
+{
+    int threads = fail_threads[_i];
+    tu_env_threads(threads);
+    failed_before = sf_do(fail_code_task, (void *)77);
+    ck_assert_ptr_nonnull(failed_before);
+    struct failing *c = failing_new(threads);
+    ck_assert_int_eq(sf_for(0, 2000, gets_failures_body, c), 0);
+    ck_assert_int_eq(atomic_load(&c->other), 0);
+    for (long i = 0; i < 2000; i++)
+        if (c->hits[i] != 1)
+            ck_abort_msg("index %ld ran %d times", i, c->hits[i]);
+    ck_assert_str_eq(sf_error_message(failed_before), "task 77");
+    sf_release(failed_before);
+    free(c);
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+struct loop_in_task {
+    struct failing *c;
+    int rc, err;
+    char *msg; /* sf_task_error_message() after the loop, in the task */
+};
+
+static void *failing_loop_task(void *arg)
+{
+    struct loop_in_task *t = arg;
+    errno = 0;
+    t->rc = sf_for(0, FAIL_N, fail_at_body, t->c);
+    t->err = errno;
+    const char *m = sf_task_error_message();
+    t->msg = m != NULL ? strdup(m) : NULL;
+    return (void *)7;
+}
+
+#define NEST_OUTER 16
+#define NEST_INNER 1000
+#define NEST_FAILING_OUTER 5 /* the outer index that fails in its turn */
+
+struct nest {
+    atomic_int bad;      /* outer bodies whose inner loop did not end as it should */
+    atomic_int outer_ok; /* outer bodies' own sf_fail() calls that returned 0 */
+    int outer_fails;     /* outer body NEST_FAILING_OUTER calls sf_fail() */
+};
+
+struct nest_inner {
+    struct nest *n;
+    long i;
+};
+
+static struct nest_inner nest_inner[NEST_OUTER];
+
+/* Inner index 500 of outer index i fails with 30 + i. */
+static void nest_inner_body(long j, void *ctx)
+{
+    struct nest_inner *in = ctx;
+    if (j == 500 && sf_fail(30 + (int)in->i, "inner %ld", in->i) != 0)
+        atomic_fetch_add(&in->n->bad, 1);
+}
+
+static void nest_outer_body(long i, void *ctx)
+{
+    struct nest *n = ctx;
+    nest_inner[i] = (struct nest_inner){n, i};
+    errno = 0;
+    int rc = sf_for(0, NEST_INNER, nest_inner_body, &nest_inner[i]);
+    char want[32];
+    snprintf(want, sizeof want, "inner %ld", i);
+    const char *m = sf_task_error_message();
+    if (rc != -1 || errno != 30 + i || m == NULL || strcmp(m, want) != 0)
+        atomic_fetch_add(&n->bad, 1);
+    if (n->outer_fails && i == NEST_FAILING_OUTER && sf_fail(99, "outer %ld", i) == 0)
+        atomic_fetch_add(&n->outer_ok, 1);
+}
+
+/* A failing loop inside a task: sf_for returns the failure in the task,
+ * and the task, which does not call sf_fail() itself, ends well. Nested
+ * loops: an inner loop's failure is its sf_for's, in the outer body; the
+ * outer loop fails only when an outer body calls sf_fail(). */
+START_TEST(a_failure_goes_no_further_than_its_loop)
+{
+    int threads = fail_threads[_i];
+    tu_env_threads(threads);
+    struct loop_in_task t[2];
+    sf_future *f[2];
+    for (int k = 0; k < 2; k++) {
+        t[k] = (struct loop_in_task){.c = failing_new(threads)};
+        f[k] = sf_do(failing_loop_task, &t[k]);
+        ck_assert_ptr_nonnull(f[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        void *r = NULL;
+        ck_assert_int_eq(sf_wait(f[k], &r), 0);
+        ck_assert_ptr_eq(r, (void *)7);
+        ck_assert_ptr_null(sf_error_message(f[k]));
+        sf_release(f[k]);
+        check_fail_at(t[k].c, t[k].rc, t[k].err, t[k].msg);
+        free(t[k].msg);
+        free(t[k].c);
+    }
+    /* The same in a task in caller storage. */
+    t[0] = (struct loop_in_task){.c = failing_new(threads)};
+    sf_task tt;
+    ck_assert_int_eq(sf_task_do(&tt, failing_loop_task, &t[0]), 0);
+    errno = 0;
+    ck_assert_ptr_eq(sf_task_get(&tt), (void *)7);
+    check_fail_at(t[0].c, t[0].rc, t[0].err, t[0].msg);
+    free(t[0].msg);
+    free(t[0].c);
+
+    struct nest n = {.outer_fails = 0};
+    ck_assert_int_eq(sf_for(0, NEST_OUTER, nest_outer_body, &n), 0);
+    ck_assert_int_eq(atomic_load(&n.bad), 0);
+    n = (struct nest){.outer_fails = 1};
+    errno = 0;
+    ck_assert_int_eq(sf_for(0, NEST_OUTER, nest_outer_body, &n), -1);
+    ck_assert_int_eq(errno, 99);
+    ck_assert_str_eq(sf_task_error_message(), "outer 5");
+    ck_assert_int_eq(atomic_load(&n.outer_ok), 1);
+    ck_assert_int_eq(atomic_load(&n.bad), 0);
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+static void *fail_quietly_task(void *arg)
+{
+    sf_fail((int)(long)arg, NULL);
+    return NULL;
+}
+
+static void fail_quietly_body(long i, void *ctx)
+{
+    (void)ctx;
+    if (i == 3)
+        sf_fail(7, NULL);
+}
+
+/* A loop that does not fail leaves this thread's message alone; one that
+ * fails with no message leaves none. */
+START_TEST(the_message_is_the_last_failures)
+{
+    tu_env_threads(fail_threads[_i]);
+    sf_task t;
+    ck_assert_int_eq(sf_task_do(&t, fail_code_task, (void *)5), 0);
+    ck_assert_ptr_null(sf_task_get(&t));
+    const char *m = sf_task_error_message();
+    ck_assert_str_eq(m, "task 5");
+    check_counted_for(0, 10000);
+    ck_assert_ptr_eq(sf_task_error_message(), m);
+    ck_assert_str_eq(m, "task 5");
+    /* A failing loop's message, then a loop that does not fail. */
+    struct failing *c = failing_new(fail_threads[_i]);
+    errno = 0;
+    int rc = sf_for(0, FAIL_N, fail_at_body, c);
+    check_fail_at(c, rc, errno, sf_task_error_message());
+    free(c);
+    m = sf_task_error_message();
+    check_counted_for(-5000, 5000);
+    ck_assert_ptr_eq(sf_task_error_message(), m);
+    ck_assert_str_eq(m, "index 4321");
+    /* No message: none, after a loop or a task. */
+    errno = 0;
+    ck_assert_int_eq(sf_for(0, 100, fail_quietly_body, NULL), -1);
+    ck_assert_int_eq(errno, 7);
+    ck_assert_ptr_null(sf_task_error_message());
+    ck_assert_int_eq(sf_task_do(&t, fail_code_task, (void *)6), 0);
+    ck_assert_ptr_null(sf_task_get(&t));
+    ck_assert_str_eq(sf_task_error_message(), "task 6");
+    ck_assert_int_eq(sf_task_do(&t, fail_quietly_task, (void *)8), 0);
+    errno = 0;
+    ck_assert_ptr_null(sf_task_get(&t));
+    ck_assert_int_eq(errno, 8);
+    ck_assert_ptr_null(sf_task_error_message());
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+static void *fail_outside(void *arg)
+{
+    (void)arg;
+    errno = 0;
+    if (sf_fail(EIO, "not in a task") != -1 || errno != EINVAL)
+        return (void *)1;
+    return NULL;
+}
+
+/* Outside any task and loop sf_fail is still -1/EINVAL: before the
+ * runtime starts, on a thread that ran a loop once it returned, on a
+ * thread with no registration. */
+START_TEST(sf_fail_outside_tasks_and_loops_is_einval)
+{
+    tu_env_threads(fail_threads[_i]);
+    ck_assert_ptr_null(fail_outside(NULL));
+    check_counted_for(0, 1000);
+    ck_assert_ptr_null(fail_outside(NULL));
+    struct failing *c = failing_new(fail_threads[_i]);
+    errno = 0;
+    int rc = sf_for(0, FAIL_N, fail_at_body, c);
+    check_fail_at(c, rc, errno, sf_task_error_message());
+    free(c);
+    ck_assert_ptr_null(fail_outside(NULL));
+    ck_assert_ptr_null(tu_run_on_thread(fail_outside, NULL, 0));
+    sf_shutdown();
+}
+END_TEST
+
 /* ---- misuse ------------------------------------------------------------- */
 
 START_TEST(misuse_is_einval_and_starts_nothing)
@@ -562,6 +1053,14 @@ static Suite *for_suite(void)
     tcase_add_test(tc, one_thread_runs_the_loop_in_order);
     tcase_add_test(tc, participants_are_counted_tasks);
     tcase_add_test(tc, misuse_is_einval_and_starts_nothing);
+    tcase_add_loop_test(tc, a_failing_body_fails_the_loop, 0, NFAIL);
+    tcase_add_loop_test(tc, a_failing_range_body_fails_the_loop, 0, NFAIL);
+    tcase_add_loop_test(tc, a_failure_stops_the_loop_early, 0, NFAIL);
+    tcase_add_loop_test(tc, the_first_failure_stands, 0, NFAIL);
+    tcase_add_loop_test(tc, failures_of_tasks_a_body_gets_stay_theirs, 0, NFAIL);
+    tcase_add_loop_test(tc, a_failure_goes_no_further_than_its_loop, 0, NFAIL);
+    tcase_add_loop_test(tc, the_message_is_the_last_failures, 0, NFAIL);
+    tcase_add_loop_test(tc, sf_fail_outside_tasks_and_loops_is_einval, 0, NFAIL);
     suite_add_tcase(s, tc);
     return s;
 }
