@@ -45,6 +45,14 @@ static bool fork_child;
  * idle workers can then help with them), and write its trace lines. */
 static void on_thread_exit(struct sf__thread *t)
 {
+#ifdef SF_DEBUG
+    /* Every frame of the thread is gone: a marked slot left in its queue is
+     * an sf_task it never got (sf.h). Named before the trim below, which
+     * would read through it. */
+    sf_future *left = sf__pending_local_left(&t->q);
+    if (left != NULL)
+        sf__misuse("thread %d exits with an sf_task (%p) never got", t->id, (void *)left);
+#endif
     sf__pending_trim_top(&t->q, UINT64_MAX);
     if (sf__pending_publish(&t->q))
         sf__pool_notify();
@@ -260,6 +268,17 @@ static void failure_at_shutdown(sf_future *f, uint64_t s)
     f->val = NULL;
 }
 
+#ifdef SF_DEBUG
+/* Debug build: an sf_task that t made is still queued, never got before
+ * this shutdown (sf.h): named (`name`, the caller), without reading it. */
+static void check_never_got(struct sf__thread *t, const char *name)
+{
+    sf_future *left = sf__pending_local_left(&t->q);
+    if (left != NULL)
+        sf__misuse("%s(): an sf_task (%p) was never got", name, (void *)left);
+}
+#endif
+
 /*
  * sf_shutdown and sf_shutdown_timeout: deadline_ns 0 is none. Returns the
  * tasks discarded past the deadline, or -1 with errno EDEADLK when called
@@ -290,6 +309,13 @@ static long stop(uint64_t deadline_ns, const char *name)
      * thread if it never used libsf (the runtime is STOPPING, not DOWN, so it
      * starts nothing). */
     me = sf__enter();
+#ifdef SF_DEBUG
+    /* This thread runs no task (checked above), so none of its frames may
+     * still own a queued sf_task: each is one it never got. Checked before
+     * the drain, whose pop would run it - reading memory that may be gone. */
+    if (me != NULL)
+        check_never_got(me, name);
+#endif
     unsigned long drained = 0;
     if (me != NULL)
         drained = drain(me);
@@ -300,6 +326,18 @@ static long stop(uint64_t deadline_ns, const char *name)
                         "worker: tasks still pending were not run\n",
                 name, strerror(errno));
     sf__pool_stop();
+#ifdef SF_DEBUG
+    /* Every task has ended and every worker is joined (each checked its own
+     * queue as it exited), and no other thread calls libsf (sf.h,
+     * sf_shutdown): a marked slot left anywhere now is an sf_task a live
+     * thread made and did not get before this shutdown. The drain's scans
+     * skipped it, never reading it. Not with a deadline: another thread
+     * may then still be in a get (sf.h, sf_shutdown_timeout), which may be
+     * running a task it helps with, whose sf_tasks are rightly pending. */
+    if (deadline_ns == 0)
+        for (int i = 0, n = sf__registry_count(); i < n; i++)
+            check_never_got(sf__registry_get(i), name);
+#endif
     /* Relaxed: every shedder was a worker (joined just now) or this thread,
      * or a getter the program synchronised with us (sf.h). */
     long shed = atomic_load_explicit(&sf__pool.shed, memory_order_relaxed);
