@@ -358,6 +358,11 @@ SF_EXPORT void sf_release(sf_future *f);
  *     free;
  *   - the handle is not an sf_future: sf_release(), sf_cancel() and the
  *     other sf_future functions do not take it.
+ * A debug build of libsf (configure --enable-debug) names the breaches it
+ * can see, with one stderr line and abort(): sf_task_do() on an sf_task
+ * whose task is still queued, an sf_task whose memory was reused before
+ * its get (seen when its thread next looks at its queue), and one never
+ * got when its thread exits or at sf_shutdown().
  * When another thread wants the work, the owner moves the task into a
  * libsf future of its own at its next get (the moment it would publish an
  * sf_do() task, see "The fast path"), so stealing, helping, isolation,

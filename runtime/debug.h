@@ -12,7 +12,14 @@
  *    FreeBSD and jemalloc, reduced to ranks); no lock may be held while a
  *    task runs;
  *  - misuse of the API that the release build can only partly detect: a get
- *    or release of a future already released, a second release (sf_misuse).
+ *    or release of a future already released, a second release (sf__misuse);
+ *  - misuse of tasks in caller storage (sf_task, sf.h), named with the
+ *    sf_task's address (sf__misuse): sf_task_do over one whose task is
+ *    still queued (task.c); one whose memory went away before its get,
+ *    found when its owner next reads through its queue slot - the memory
+ *    no longer holds the future that slot was filled with (pending.c,
+ *    check_marked); one never got when its thread exits or at sf_shutdown
+ *    (lifecycle.c).
  * In a release build every check compiles to nothing.
  *
  * Lock order (ranks; take only upwards, the leaves take nothing under them):

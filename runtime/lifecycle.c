@@ -46,6 +46,14 @@ static bool fork_child;
  * idle workers can then help with them), and write its trace lines. */
 static void on_thread_exit(struct sf__thread *t)
 {
+#ifdef SF_DEBUG
+    /* Every frame of the thread is gone: a marked slot left in its queue is
+     * an sf_task it never got (sf.h). Named before the trim below, which
+     * would read through it. */
+    sf_future *left = sf__pending_local_left(&t->q);
+    if (left != NULL)
+        sf__misuse("thread %d exits with an sf_task (%p) never got", t->id, (void *)left);
+#endif
     sf__pending_trim_top(&t->q, UINT64_MAX);
     if (sf__pending_publish(&t->q))
         sf__pool_notify();
@@ -262,6 +270,17 @@ static void failure_at_shutdown(sf_future *f, uint64_t s)
     f->val = NULL;
 }
 
+#ifdef SF_DEBUG
+/* Debug build: an sf_task that t made is still queued, never got before
+ * this shutdown (sf.h): named (`name`, the caller), without reading it. */
+static void check_never_got(struct sf__thread *t, const char *name)
+{
+    sf_future *left = sf__pending_local_left(&t->q);
+    if (left != NULL)
+        sf__misuse("%s(): an sf_task (%p) was never got", name, (void *)left);
+}
+#endif
+
 /* A shutdown called while this thread is inside a libsf call: from a task
  * or a pool worker, from an unhandled-failure hook, or from a signal
  * handler that interrupted a call. It would free what the interrupted call
@@ -325,6 +344,13 @@ static long stop(uint64_t deadline_ns, const char *name)
      * thread if it never used libsf (the runtime is STOPPING, not DOWN, so it
      * starts nothing). */
     struct sf__thread *me = sf__enter();
+#ifdef SF_DEBUG
+    /* This thread runs no task (checked above), so none of its frames may
+     * still own a queued sf_task: each is one it never got. Checked before
+     * the drain, whose pop would run it - reading memory that may be gone. */
+    if (me != NULL)
+        check_never_got(me, name);
+#endif
     unsigned long drained = 0;
     if (me != NULL)
         drained = drain(me);
@@ -338,6 +364,15 @@ static long stop(uint64_t deadline_ns, const char *name)
     /* From here no other thread is inside libsf: calls in flight end first,
      * and no call begins. What they queued since the drain runs here. */
     sf__registry_close();
+#ifdef SF_DEBUG
+    /* Every task has ended, every worker is joined (each checked its own
+     * queue as it exited) and no other thread is inside libsf: a marked
+     * slot left anywhere now is an sf_task that a thread made and did not
+     * get before this shutdown (sf.h). The drain's scans skipped it, never
+     * reading it. */
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        check_never_got(sf__registry_get(i), name);
+#endif
     if (me != NULL)
         drained += drain(me);
     /* Relaxed: every shedder was a worker (joined just now) or this thread,

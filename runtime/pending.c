@@ -11,6 +11,41 @@
 
 static unsigned log2_of(uint64_t size) { return 63u - (unsigned)__builtin_clzll(size); }
 
+#ifdef SF_DEBUG
+/*
+ * Debug build: the owner, about to read through slot i of r, which holds p.
+ * A marked slot in [top, bottom) names a live, pending local future (pending.h,
+ * Local futures) - unless the program let an sf_task's memory go before its
+ * get (sf.h). The queue cannot tell a live frame from a dead one, but it can
+ * tell whether the memory is still the future the slot was filled with:
+ * PENDING under this queue, with the tag of the push that filled the slot
+ * (whose low 32 bits the ring keeps beside it, Stale slots), and the slot's
+ * index in waiters (sf__pending_put). A frame reused since (another call's
+ * locals, another sf_task) breaks that, and the owner would otherwise read
+ * garbage as a task. The exception is the slot that sf__pending_trim_slow
+ * drops, whose future its caller just claimed (debug_claimed).
+ */
+static void check_marked(const struct sf__pending *q, const struct sf__ring *r, uint64_t i,
+                         sf_future *p)
+{
+    if (p == q->debug_claimed)
+        return;
+    sf_future *f = sf__slot_future(p);
+    /* Relaxed: this thread's own stores if it is still our future; else
+     * whatever the memory holds now, which is what is checked. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    uint32_t w = atomic_load_explicit(&f->waiters, memory_order_relaxed);
+    if (!sf__pending_holds(q, s) || (uint32_t)sf__tag(s) != r->seq[i & r->mask] ||
+        w != (uint32_t)i)
+        sf__misuse("an sf_task (%p) was not got before its memory went away (sf_task_get it "
+                   "before its frame returns)",
+                   (void *)f);
+}
+#define CHECK_SLOT(q, r, i, p) (sf__slot_local(p) ? check_marked((q), (r), (i), (p)) : (void)0)
+#else
+#define CHECK_SLOT(q, r, i, p) ((void)0)
+#endif
+
 /* A ring's slots and, after them, their push counters (sf__ring.seq). */
 static size_t ring_bytes(uint64_t size)
 {
@@ -76,6 +111,9 @@ int sf__pending_init(struct sf__pending *q, int id)
     q->pub_idx = 0;
     q->fl = NULL;
     q->id = id;
+#ifdef SF_DEBUG
+    q->debug_claimed = NULL;
+#endif
     atomic_init(&q->sub_seq, q->seq);
     atomic_init(&q->pub_seq, q->seq);
     atomic_init(&q->ring, r);
@@ -108,7 +146,9 @@ void sf__pending_trim_top(struct sf__pending *q, uint64_t max)
     uint64_t start = SF__OWN_LOAD(&q->top), tp = start;
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
     while (tp < b && tp - start < max) {
-        sf_future *f = sf__slot_future(SF__OWN_LOAD(&r->slot[tp & r->mask]));
+        sf_future *p = SF__OWN_LOAD(&r->slot[tp & r->mask]);
+        CHECK_SLOT(q, r, tp, p);
+        sf_future *f = sf__slot_future(p);
         /* Relaxed: a stale "not pending" only means the claim already
          * happened; nothing is read through f afterwards. The owner reads
          * its own latest push of f or something later, never an earlier
@@ -166,7 +206,9 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
         uint64_t b = SF__OWN_LOAD(&q->bottom);
         if (b == SF__OWN_LOAD(&q->top))
             return NULL;
-        sf_future *f = sf__slot_future(SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]));
+        sf_future *p = SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]);
+        CHECK_SLOT(q, r, b - 1, p);
+        sf_future *f = sf__slot_future(p);
         /* Relaxed: the claim below decides; a stale value only fails it. A
          * marked slot is a live future of ours (Local futures). */
         uint64_t s = f != NULL ? atomic_load_explicit(&f->state, memory_order_relaxed) : 0;
@@ -305,6 +347,7 @@ trim_bottom(struct sf__pending *q, struct sf__ring *r, uint64_t tp, uint64_t b)
     uint64_t b0 = b;
     while (b > tp) {
         sf_future *g = SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]);
+        CHECK_SLOT(q, r, b - 1, g);
         if (g != NULL && sf__pending_holds(q, atomic_load_explicit(&sf__slot_future(g)->state,
                                                                    memory_order_relaxed)))
             break;
@@ -323,6 +366,10 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
     uint64_t b0 = SF__OWN_LOAD(&q->bottom);
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+#ifdef SF_DEBUG
+    /* A marked slot whose future is claimed: no pending one (check_marked). */
+    q->debug_claimed = sf__slot_local(slot) ? slot : NULL;
+#endif
     uint64_t b = trim_bottom(q, r, tp, b0);
     if (b > tp && SF__OWN_LOAD(&r->slot[tp & r->mask]) == slot) {
         /* It was the oldest (tasks got in the order they were made): move top
@@ -330,8 +377,14 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
          * ones. A few slots: the rest goes at the next trim. Its slot is
          * the first to go (claimed, it is not pending). */
         sf__pending_trim_top(q, 8);
+#ifdef SF_DEBUG
+        q->debug_claimed = NULL;
+#endif
         return;
     }
+#ifdef SF_DEBUG
+    q->debug_claimed = NULL;
+#endif
     if (!sf__slot_local(slot))
         return;
     /* A local future's slot between pending ones: cleared, since its memory
@@ -376,6 +429,7 @@ void sf__pending_trim_local_slow(struct sf__pending *q, sf_future *f)
  * local one becomes MOVED, val naming it. False: no memory (it stays). */
 static bool promote(struct sf__pending *q, struct sf__ring *r, uint64_t i, sf_future *p)
 {
+    CHECK_SLOT(q, r, i, p);
     sf_future *f = sf__slot_future(p);
     /* Relaxed: our own store (a marked slot is a live, pending local
      * future: nobody else writes it). */
@@ -465,3 +519,53 @@ bool sf__pending_has_pending(const struct sf__pending *q)
     }
     return false;
 }
+
+#ifdef SF_DEBUG
+/*
+ * Debug build, owner: does the local future f hold a task queued in q - is
+ * it PENDING under q, and does the slot its waiters names lie in [top,
+ * bottom), hold f marked, with the low 32 bits of f's tag beside it? Read
+ * before sf_task_do overwrites f (task.c), whatever f holds: memory that was
+ * never a future of ours passes only if it names, by chance, a slot that
+ * holds its own address marked and its tag's push counter too - garbage
+ * does not; a got task is not PENDING, a promoted one MOVED.
+ */
+bool sf__pending_local_queued(const struct sf__pending *q, sf_future *f)
+{
+    SF__OWNER_CHECK(q, "looking up a local future");
+    /* Relaxed, both: our own stores, if f is a future of ours. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    if (!sf__pending_holds(q, s))
+        return false;
+    uint64_t b = SF__OWN_LOAD(&q->bottom);
+    uint64_t tp = SF__OWN_LOAD(&q->top);
+    const struct sf__ring *r = SF__OWN_LOAD(&q->ring);
+    if (b <= tp)
+        return false;
+    uint64_t i = local_index(b, atomic_load_explicit(&f->waiters, memory_order_relaxed));
+    return i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == sf__slot_mark(f) &&
+           r->seq[i & r->mask] == (uint32_t)sf__tag(s);
+}
+
+/*
+ * Debug build: the local future of a marked slot in q's [top, bottom), NULL
+ * if none - an sf_task its maker has not got. Reads the slots only, never
+ * through them (the memory they name may be gone). Exact when q's owner is
+ * this thread or quiet (exited, or joined), as at thread exit and shutdown
+ * (lifecycle.c).
+ */
+sf_future *sf__pending_local_left(const struct sf__pending *q)
+{
+    /* Acquire on bottom and ring, relaxed on top and the slots: as in
+     * sf__pending_has_pending. */
+    uint64_t b = atomic_load_explicit(&q->bottom, memory_order_acquire);
+    uint64_t tp = atomic_load_explicit(&q->top, memory_order_relaxed);
+    struct sf__ring *r = atomic_load_explicit(&q->ring, memory_order_acquire);
+    for (; tp < b; tp++) {
+        sf_future *p = atomic_load_explicit(&r->slot[tp & r->mask], memory_order_relaxed);
+        if (sf__slot_local(p))
+            return sf__slot_future(p);
+    }
+    return NULL;
+}
+#endif

@@ -61,7 +61,10 @@
  * marked slot it cannot drop, found by the index kept in the future's
  * waiters while it is pending), and so does the owner's pop; a task in
  * caller storage is only ever claimed by its owner (task.c). So the owner
- * never reads a dead frame either.
+ * never reads a dead frame either - unless the program breaks sf.h's
+ * contract and lets an sf_task's memory go before its get: the debug build
+ * checks, before every read through a marked slot, that the memory is still
+ * the future that filled it (pending.c, check_marked).
  *
  * Submission. sub_seq is a watermark over the owner's push counter: a task
  * whose seq is below it was pushed before some sf_get of its thread, i.e.
@@ -138,6 +141,12 @@ struct sf__pending {
     struct sf__ring *spare[SF__RING_SIZES]; /* replaced rings by log2 size (owner) */
     int id;                   /* the owner's thread id, the high bits of every tag */
     SF__OWNER_FIELD
+#ifdef SF_DEBUG
+    /* The marked slot whose future sf__pending_trim_slow is dropping, just
+     * claimed (RUNNING): the one marked slot of [top, bottom) that is not a
+     * pending local future (pending.c, check_marked). NULL otherwise. */
+    sf_future *debug_claimed;
+#endif
 
     /* Written by other threads (rarely), read by the owner at every get
      * (want) and push (push_public). */
@@ -194,6 +203,11 @@ bool sf__pending_promote(struct sf__pending *q);
 bool sf__pending_promote_one(struct sf__pending *q, sf_future *f);
 void sf__pending_trim_top(struct sf__pending *q, uint64_t max);
 bool sf__pending_has_pending(const struct sf__pending *q);
+#ifdef SF_DEBUG
+/* The debug build's checks of tasks in caller storage (pending.c). */
+bool sf__pending_local_queued(const struct sf__pending *q, sf_future *f);
+sf_future *sf__pending_local_left(const struct sf__pending *q);
+#endif
 
 /* Owner: can one more slot be filled without growing the ring? */
 static inline bool sf__pending_has_room(const struct sf__pending *q)

@@ -27,6 +27,12 @@
  * Deadlock freedom is sf_get's (get.c): a local future's task is needed by
  * its maker alone, which claims it whatever it is doing (it is in the
  * maker's own queue), and after promotion it is any future.
+ *
+ * All of this rests on the program getting every sf_task before its memory
+ * goes (sf.h). The debug build names the breaches (debug.h): sf_task_do on
+ * an sf_task still queued (check_reuse, below), memory gone before the get
+ * (pending.c, check_marked), an sf_task never got at thread exit or
+ * shutdown (lifecycle.c).
  */
 #include "lifecycle.h"
 
@@ -53,6 +59,24 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
 #endif
 }
 
+#ifdef SF_DEBUG
+/* Debug build: t must not hold a task still queued (sf.h, sf_task_do): its
+ * slot would name memory holding another task, or none, and the old task
+ * would run at shutdown. Named before fill() overwrites it; t's memory may
+ * hold anything, which sf__pending_local_queued's test of the slot and its
+ * push counter does not mistake for a queued task. */
+static void check_reuse(struct sf__thread *me, sf_task *t)
+{
+    if (sf__pending_local_queued(&me->q, (sf_future *)t))
+        sf__misuse("sf_task_do(%p): the sf_task still holds a queued task (get it with "
+                   "sf_task_get first)",
+                   (void *)t);
+}
+#define CHECK_REUSE(me, t) check_reuse((me), (t))
+#else
+#define CHECK_REUSE(me, t) ((void)0)
+#endif
+
 /* sf_task_do off its fast path: bad arguments, a thread to register, a
  * ring to grow, a trace to write. */
 static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void *), void *arg)
@@ -65,6 +89,7 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return -1;
+    CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
     fill(me, f, fn, arg);
     SF__BUMP(me->c_created);
@@ -87,6 +112,7 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
         return do_slow(t, fn, arg);
     if (SF__UNLIKELY(!sf__pending_has_room(&me->q)))
         return do_slow(t, fn, arg); /* the ring must grow */
+    CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
     fill(me, f, fn, arg);
     SF__BUMP(me->c_created);
