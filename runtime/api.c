@@ -13,15 +13,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifdef SF_DEBUG
+/* Debug build: a use of f, FREE or orphaned, which `fn` names: `what` is
+ * the misuse when f is its caller's own released future. */
+static _Noreturn void report_dead(const sf_future *f, const char *fn, const char *what)
+{
+    if (sf__future_resting(f))
+        sf__misuse("%s(%p): the future belongs to a runtime that is gone (made before "
+                   "sf_shutdown(), or by the parent of fork())", fn, (void *)f);
+    sf__misuse("%s(%p): %s", fn, (void *)f, what);
+}
+#endif
+
 /* Debug build: a future the caller released (FREE, or orphaned while its
- * task runs) must not be used again. The release build cannot tell a
- * recycled future from a live one, so it checks nothing beyond sf_get's
- * EINVAL on a FREE future. */
+ * task runs) must not be used again, nor one of a runtime that is gone.
+ * The release build cannot tell a recycled future from a live one, so it
+ * checks nothing beyond the EINVAL of a FREE future (sf_get, sf_is_done,
+ * sf_cancel). */
 static inline void check_live(const sf_future *f, uint64_t s, const char *fn)
 {
 #ifdef SF_DEBUG
     if (sf__status(s) == SF__FREE || (s & SF__ORPHAN))
-        sf__misuse("%s(%p): the future was released (use after sf_release)", fn, (void *)f);
+        report_dead(f, fn, "the future was released (use after sf_release)");
 #else
     (void)f;
     (void)s;
@@ -226,8 +239,7 @@ SF_EXPORT void sf_release(sf_future *f)
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
 #ifdef SF_DEBUG
     if (sf__status(s) == SF__FREE || (s & SF__ORPHAN))
-        sf__misuse("sf_release(%p): the future was already released (double release)",
-                   (void *)f);
+        report_dead(f, "sf_release", "the future was already released (double release)");
 #endif
     /* The fork-join fast path: a future that ended well goes back to this
      * thread's free list, with no register saved (release_slow is a tail
@@ -249,6 +261,10 @@ SF_EXPORT int sf_is_done(const sf_future *f)
     /* Acquire: a caller that sees 1 may read results the task produced. */
     uint64_t s = atomic_load_explicit(&((sf_future *)f)->state, memory_order_acquire);
     check_live(f, s, "sf_is_done");
+    if (SF__UNLIKELY(sf__status(s) == SF__FREE)) { /* released, or a runtime's that is gone */
+        errno = EINVAL;
+        return -1;
+    }
     return sf__status(s) == SF__DONE;
 }
 

@@ -272,6 +272,18 @@ void sf__futures_free_all(void)
     sf__unlock(&slab_lock);
 }
 
+bool sf__future_resting(const sf_future *f)
+{
+    const struct arena *a =
+        (const struct arena *)((uintptr_t)f & ~(uintptr_t)(ARENA_BYTES - 1));
+    sf__lock(&slab_lock);
+    const struct arena *r = resting;
+    while (r != NULL && r != a)
+        r = r->next;
+    sf__unlock(&slab_lock);
+    return r != NULL;
+}
+
 void sf__futures_after_fork(void)
 {
     sf__lock_init(&slab_lock, SF__RANK_LEAF, "slab_lock");

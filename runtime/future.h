@@ -213,6 +213,9 @@ void sf__futures_free_all(void);
  * (sf_shutdown, before sf__futures_free_all). */
 void sf__futures_each(void (*fn)(sf_future *f, uint64_t state));
 void sf__freelist_destroy(struct sf__freelist *fl);
+/* Is f in an arena of a runtime that is gone (future.c, Resting arenas): a
+ * future of a stopped runtime, or of a forked parent's? For reports. */
+bool sf__future_resting(const sf_future *f);
 /* In a child after fork(), whose only thread holds no libsf lock: forget
  * every slab (the parent's futures are invalid here; their copies leak) and
  * make the lock usable whatever state the fork caught it in. */

@@ -100,14 +100,16 @@ static void ring_switch(struct sf__pending *q, struct sf__ring *r)
     q->spare[log2_of(old->mask + 1)] = old;
 }
 
-int sf__pending_init(struct sf__pending *q, int id)
+int sf__pending_init(struct sf__pending *q, int id, uint64_t first)
 {
     struct sf__ring *r = ring_new(SF__RING_MIN);
     if (r == NULL)
         return -1;
     atomic_init(&q->top, 0);
     atomic_init(&q->bottom, 0);
-    q->seq = (uint64_t)(unsigned)id << SF__SEQ_BITS;
+    q->seq = (uint64_t)(unsigned)id << SF__SEQ_BITS | first;
+    q->tag0 = q->seq;
+    q->tag_span = (((uint64_t)(unsigned)id + 1) << SF__SEQ_BITS) - q->tag0;
     q->pub_idx = 0;
     q->fl = NULL;
     q->id = id;

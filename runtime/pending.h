@@ -140,6 +140,8 @@ struct sf__pending {
     struct sf__freelist *fl;  /* the owner's free futures, for promotion; NULL: none */
     struct sf__ring *spare[SF__RING_SIZES]; /* replaced rings by log2 size (owner) */
     int id;                   /* the owner's thread id, the high bits of every tag */
+    uint64_t tag0, tag_span;  /* its tags are [tag0, tag0 + tag_span): this queue's
+                               * pushes since its init (sf__pending_holds_own) */
     SF__OWNER_FIELD
 #ifdef SF_DEBUG
     /* The marked slot whose future sf__pending_trim_slow is dropping, just
@@ -174,9 +176,10 @@ enum sf__steal_flags {
     SF__STEAL_PRIVATE = 2    /* private ones too, through the gate (slow) */
 };
 
-/* Initialises an empty queue owned by the calling thread, for thread `id`.
- * Returns 0, or -1 (no memory for the ring). */
-int sf__pending_init(struct sf__pending *q, int id);
+/* Initialises an empty queue owned by the calling thread, for thread `id`,
+ * whose push counter starts at `first` (below 2^SF__SEQ_BITS). Returns 0,
+ * or -1 (no memory for the ring). */
+int sf__pending_init(struct sf__pending *q, int id, uint64_t first);
 /* Frees the rings. Nobody may use q any more. */
 void sf__pending_destroy(struct sf__pending *q);
 /* The calling thread takes over q, whose owner has exited (debug check). */
@@ -191,6 +194,15 @@ static inline void sf__pending_adopt(struct sf__pending *q)
 static inline bool sf__pending_holds(const struct sf__pending *q, uint64_t s)
 {
     return sf__status(s) == SF__PENDING && sf__tag_thread(s) == q->id;
+}
+
+/* Is s the state of a future pending in q under a push of q's own, since
+ * its init? sf__pending_holds, less a task of an older queue of the same
+ * id (a previous runtime's, or a forked parent's: tasks in caller storage
+ * outlive both, task.c). One subtraction more than sf__pending_holds. */
+static inline bool sf__pending_holds_own(const struct sf__pending *q, uint64_t s)
+{
+    return sf__status(s) == SF__PENDING && sf__tag(s) - q->tag0 < q->tag_span;
 }
 
 bool sf__pending_grow(struct sf__pending *q);

@@ -31,6 +31,13 @@ static _Atomic uint32_t closing;
 /* Calls in flight of threads with no struct in this registry at their
  * beginning. */
 static _Atomic long outsiders;
+/* Push counters of this registry's queues start here: above every counter
+ * of the registries before it in this process and of a forked parent's, so
+ * a task in caller storage left from those is told from this registry's
+ * own (sf__registry_seq_floor). Written at destroy and after fork, when no
+ * other thread uses the registry; read under reg_lock, or by threads that
+ * registered after it was written. */
+static uint64_t seq_floor;
 
 #define CHUNK_BITS 10
 #define CHUNK (1 << CHUNK_BITS)
@@ -65,7 +72,7 @@ static struct sf__thread *new_thread(int n)
     if (t == NULL)
         return NULL;
     memset(t, 0, sizeof *t);
-    if (sf__pending_init(&t->q, n) != 0) {
+    if (sf__pending_init(&t->q, n, seq_floor) != 0) {
         free(t);
         return NULL;
     }
@@ -319,6 +326,20 @@ void sf__registry_reopen(void)
     sf__futex_wake(&closing, INT_MAX);
 }
 
+/* The floor above every push counter of the registry's queues: for the
+ * next registry (destroy, after fork). Only while nobody else uses them. */
+static void raise_floor(void)
+{
+    /* Relaxed: see the callers. */
+    for (int i = 0, n = atomic_load_explicit(&nthreads, memory_order_relaxed); i < n; i++) {
+        uint64_t c = sf__tag_seq(sf__registry_get(i)->q.seq << SF__TAG_SHIFT) + 1;
+        if (c > seq_floor)
+            seq_floor = c;
+    }
+}
+
+uint64_t sf__registry_seq_floor(void) { return seq_floor; }
+
 /* A new generation (never 0, which means "outside", registry.h). Relaxed:
  * see sf__thread_self. */
 static void next_gen(void)
@@ -348,8 +369,11 @@ void sf__registry_after_fork(void)
     if (exit_key_live)
         pthread_key_delete(exit_key);
     exit_key_live = false;
-    /* Relaxed: the child has one thread. */
+    /* Relaxed: the child has one thread. The parent's structs are still
+     * readable here: their counters raise the floor (a task in caller
+     * storage made before the fork is told from the child's own). */
     next_gen();
+    raise_floor();
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
     atomic_store_explicit(&closing, 0, memory_order_relaxed);
     atomic_store_explicit(&outsiders, 0, memory_order_relaxed);
@@ -376,6 +400,7 @@ void sf__registry_destroy(void)
     sf__unlock(&reg_lock);
     /* Relaxed, both: nobody else uses the registry any more (it is closed,
      * Calls in flight; the workers are joined). */
+    raise_floor();
     int n = atomic_load_explicit(&nthreads, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
         struct sf__thread *t = sf__registry_get(i);

@@ -192,6 +192,11 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint);
  * the structs' copies leak), so the next init starts an empty registry. */
 void sf__registry_after_fork(void);
 
+/* Every push counter of this registry's queues is at least this one, and
+ * every counter of an earlier registry of this process, or of a forked
+ * parent's, is below it. */
+uint64_t sf__registry_seq_floor(void);
+
 /* Threads registered so far (ids 0 .. count-1); only grows until destroy. */
 int sf__registry_count(void);
 /* Thread i < sf__registry_count(): valid until destroy. */

@@ -258,11 +258,24 @@ static __attribute__((noinline, cold)) void *get_other(sf_task *t)
     SF__OUTERMOST("sf_task_get", void *, sf_task_get(t)); /* registry.h, Calls in flight */
     /* Relaxed: only the maker writes f, and only the maker goes on. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+    uint64_t st = sf__status(s);
+    /* Queued by a runtime that is gone - before an sf_shutdown, or in the
+     * parent of a fork(): its queue, and any slab future it moved to, went
+     * with it (sf.h), and the shutdown may have run it. Told by its push
+     * counter (registry.h), whatever its state. */
+    if (st != SF__FREE && sf__tag_seq(s) < sf__registry_seq_floor()) {
+#ifdef SF_DEBUG
+        sf__misuse("sf_task_get(%p): the sf_task was queued before sf_shutdown(), or by the "
+                   "parent of fork()", (void *)t);
+#endif
+        errno = EINVAL;
+        return NULL;
+    }
     struct sf__thread *me = sf__thread_self();
-    if (me == NULL || sf__tag_thread(s) != me->id || sf__status(s) == SF__FREE) {
+    if (me == NULL || sf__tag_thread(s) != me->id || st == SF__FREE) {
         /* FREE: no task was queued in it (or zeroed memory); else another
          * thread's (a thread with no struct made none). */
-        errno = sf__status(s) == SF__FREE ? EINVAL : EPERM;
+        errno = st == SF__FREE ? EINVAL : EPERM;
         return NULL;
     }
     return sf__trace_on ? get_slow(me, f, s, true) : get_slow(me, f, s, false);
@@ -282,7 +295,9 @@ SF_EXPORT void *sf_task_get(sf_task *t)
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
     /* sf__stack_room also fails in a thread that runs no task (run.h, busy
      * time), so me->cur is a task below. */
-    if (SF__UNLIKELY(!sf__pending_holds(q, s) || !sf__stack_room(me) ||
+    /* Exactly a push of this queue: not one of an older queue of the same
+     * id (get_other tells the caller). */
+    if (SF__UNLIKELY(!sf__pending_holds_own(q, s) || !sf__stack_room(me) ||
                      atomic_load_explicit(&q->want, memory_order_relaxed)))
         return get_other(t);
     /* Submit (sf__get_submit): with a worker idle, publishing would promote

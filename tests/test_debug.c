@@ -108,6 +108,25 @@ START_TEST(is_done_after_release_reported)
 }
 END_TEST
 
+/* A future kept past sf_shutdown, used in the next runtime. */
+static void get_after_shutdown(void)
+{
+    sf_future *f = sf_do(ident, (void *)1);
+    sf_get(f);
+    sf_shutdown();
+    sf_release(sf_do(ident, (void *)2)); /* the next runtime */
+    sf_get(f);
+}
+
+START_TEST(get_after_shutdown_reported)
+{
+    static const char *const parts[] = {
+        "libsf: sf_get(0x", "): the future belongs to a runtime that is gone (made before "
+        "sf_shutdown(), or by the parent of fork())", NULL};
+    tu_expect_abort(get_after_shutdown, parts);
+}
+END_TEST
+
 /* Thousands of futures made and released after it: the released one is
  * still held back from reuse, so the late get is still caught. */
 static void get_after_release_and_more_work(void)
@@ -229,7 +248,7 @@ static void *push_from_here(void *arg)
 
 static void foreign_push(void)
 {
-    if (sf__pending_init(&q, 1) != 0)
+    if (sf__pending_init(&q, 1, 0) != 0)
         abort();
     tu_run_on_thread(push_from_here, NULL, 0);
 }
@@ -245,7 +264,7 @@ END_TEST
 /* A state transition that future.h does not list: pushing a RUNNING future. */
 static void push_running(void)
 {
-    if (sf__pending_init(&q, 1) != 0)
+    if (sf__pending_init(&q, 1, 0) != 0)
         abort();
     atomic_store(&fs[1].state, SF__RUNNING);
     fs[1].u.fn = ident;
@@ -549,6 +568,7 @@ static Suite *debug_suite(void)
     tcase_add_test(tc, get_after_release_reported);
     tcase_add_test(tc, double_release_reported);
     tcase_add_test(tc, is_done_after_release_reported);
+    tcase_add_test(tc, get_after_shutdown_reported);
     tcase_add_test(tc, quarantine_keeps_released_futures_out_of_reuse);
     tcase_add_test(tc, correct_program_runs_clean);
     tcase_add_test(tc, lock_order_violation_reported);

@@ -1,7 +1,8 @@
 /*
  * test_fork.c - fork() while libsf runs, a worker is busy and tasks are
  * pending: the child's first call starts a fresh runtime that gives exact
- * results, nothing hangs, and the parent goes on unaffected.
+ * results, nothing hangs, the parent's handles fail with EINVAL in the
+ * child, and the parent goes on unaffected.
  *
  * Under a sanitizer the runtime runs with SF_THREADS=1 (no pool worker):
  * ThreadSanitizer does not support starting threads in the child of a
@@ -110,6 +111,201 @@ START_TEST(child_starts_a_fresh_runtime)
 }
 END_TEST
 
+/*
+ * Handles made before the fork are invalid in the child (sf.h, fork()).
+ * Using them fails with EINVAL - no hang waiting for a parent's thread,
+ * no crash - whatever state the parent had them in: done, failed, running
+ * on a worker, queued (submitted and public, or private), and tasks in
+ * caller storage queued by the forking thread, or got before the fork;
+ * before the child's first runtime and after it started. The debug build
+ * names the first such use and aborts (pre_fork_handles_are_named).
+ */
+static struct {
+    sf_future *done, *failed, *running, *published, *private1, *private2;
+    sf_task task1, task2, got;
+} pre;
+
+#ifndef SF_DEBUG
+static atomic_int slow_started, slow_go;
+
+static void *slow(void *arg)
+{
+    atomic_store(&slow_started, 1);
+    tu_wait_flag(&slow_go, 10000);
+    return arg;
+}
+
+static void *failing(void *arg)
+{
+    sf_fail(EIO, "before the fork");
+    return arg;
+}
+
+
+/* Exit codes of the child: which check failed. */
+enum { P_OK, P_GET, P_WAIT, P_IS_DONE, P_CANCEL, P_TASK, P_GOT, P_FIB, P_GET_AFTER,
+       P_TASK_AFTER };
+
+static int einval_get(sf_future *f)
+{
+    errno = 0;
+    return sf_get(f) == NULL && errno == EINVAL;
+}
+
+static int einval_task(sf_task *t)
+{
+    errno = 0;
+    return sf_task_get(t) == NULL && errno == EINVAL;
+}
+
+static int pre_fork_child(void)
+{
+    sf_future *all[] = {pre.done, pre.failed, pre.running, pre.published, pre.private1};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (!einval_get(all[i]))
+            return P_GET;
+        if (sf_wait(all[i], NULL) != EINVAL)
+            return P_WAIT;
+        errno = 0;
+        if (sf_is_done(all[i]) != -1 || errno != EINVAL)
+            return P_IS_DONE;
+        errno = 0;
+        if (sf_cancel(all[i]) != -1 || errno != EINVAL)
+            return P_CANCEL;
+        sf_release(all[i]); /* nothing to release: no crash, no effect */
+    }
+    if (!einval_task(&pre.task1))
+        return P_TASK;
+    if (!einval_task(&pre.got))
+        return P_GOT;
+    /* The child's own runtime, on a thread whose id may be the parent's. */
+    sf_future *f = sf_do(tu_fib, (void *)16L);
+    if (f == NULL || sf_get(f) != (void *)tu_fib_exact(16))
+        return P_FIB;
+    sf_release(f);
+    sf_task t;
+    if (sf_task_do(&t, tu_fib, (void *)10L) != 0 || sf_task_get(&t) != (void *)55L)
+        return P_FIB;
+    if (!einval_get(pre.private2))
+        return P_GET_AFTER;
+    if (!einval_task(&pre.task2))
+        return P_TASK_AFTER;
+    sf_shutdown();
+    return P_OK;
+}
+
+START_TEST(pre_fork_handles_fail_in_the_child)
+{
+    tu_env_threads(THREADS);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    atomic_store(&slow_started, 0);
+    atomic_store(&slow_go, 0);
+    ck_assert_int_eq(sf_task_do(&pre.got, ident, (void *)11L), 0);
+    ck_assert_ptr_eq(sf_task_get(&pre.got), (void *)11L);
+    pre.done = sf_do(tu_fib, (void *)12L);
+    ck_assert_ptr_eq(sf_get(pre.done), (void *)144L);
+    pre.failed = sf_do(failing, NULL);
+    ck_assert_int_eq(sf_wait(pre.failed, NULL), EIO);
+    /* Submitted and public: the worker takes the oldest and runs it; the
+     * next waits, submitted, public. */
+    pre.running = sf_do(slow, (void *)3L);
+    pre.published = sf_do(ident, (void *)4L);
+    sf_future *kick = sf_do(ident, NULL);
+    ck_assert_ptr_null(sf_get(kick));
+    sf_release(kick);
+    if (THREADS > 1)
+        ck_assert_msg(tu_wait_flag(&slow_started, 10000), "no worker took the task");
+    pre.private1 = sf_do(ident, (void *)5L); /* queued after the last get: private */
+    pre.private2 = sf_do(ident, (void *)6L);
+    ck_assert_int_eq(sf_task_do(&pre.task1, ident, (void *)7L), 0);
+    ck_assert_int_eq(sf_task_do(&pre.task2, ident, (void *)8L), 0);
+
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(pre_fork_child());
+    int rc = wait_child(pid, 20000);
+    ck_assert_msg(rc == P_OK, "child ended with %d (-1: hung; see the enum)", rc);
+
+    /* The parent is untouched. */
+    ck_assert_ptr_eq(sf_task_get(&pre.task2), (void *)8L);
+    ck_assert_ptr_eq(sf_task_get(&pre.task1), (void *)7L);
+    atomic_store(&slow_go, 1);
+    ck_assert_ptr_eq(sf_get(pre.running), (void *)3L);
+    ck_assert_ptr_eq(sf_get(pre.published), (void *)4L);
+    ck_assert_ptr_eq(sf_get(pre.private1), (void *)5L);
+    ck_assert_ptr_eq(sf_get(pre.private2), (void *)6L);
+    sf_future *all[] = {pre.done, pre.failed, pre.running, pre.published, pre.private1,
+                        pre.private2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        sf_release(all[i]);
+    sf_shutdown();
+}
+END_TEST
+#else
+/* The debug build names the misuse: a pre-fork future's get, and a
+ * pre-fork task's, each in a child of its own. */
+static void child_gets_a_pre_fork_future(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        sf_get(pre.private1);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    /* The grandchild's report went to our stderr: pass its death on. */
+    if (WIFSIGNALED(status))
+        raise(WTERMSIG(status));
+}
+
+static void child_gets_a_pre_fork_task(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        sf_task_get(&pre.task1);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status))
+        raise(WTERMSIG(status));
+}
+
+static void set_up_pre_fork(void)
+{
+    tu_env_threads(1);
+    sf_init(NULL);
+    pre.private1 = sf_do(ident, (void *)5L);
+    sf_task_do(&pre.task1, ident, (void *)7L);
+}
+
+static void pre_fork_future(void)
+{
+    set_up_pre_fork();
+    child_gets_a_pre_fork_future();
+}
+
+static void pre_fork_task(void)
+{
+    set_up_pre_fork();
+    child_gets_a_pre_fork_task();
+}
+
+START_TEST(pre_fork_handles_are_named)
+{
+    static const char *const future[] = {
+        "libsf: sf_get(0x", "): the future belongs to a runtime that is gone (made before "
+        "sf_shutdown(), or by the parent of fork())", NULL};
+    static const char *const task[] = {
+        "libsf: sf_task_get(0x", "): the sf_task was queued before sf_shutdown(), or by the "
+        "parent of fork()", NULL};
+    tu_expect_abort(pre_fork_future, future);
+    tu_expect_abort(pre_fork_task, task);
+}
+END_TEST
+#endif
+
 /* A child of a process that traces to SF_TRACE_FILE does not touch that
  * file (opening it would truncate it): one stderr line says so. */
 START_TEST(child_of_traced_parent_leaves_its_trace)
@@ -198,6 +394,11 @@ static Suite *fork_suite(void)
     tcase_add_test(tc, child_starts_a_fresh_runtime);
     tcase_add_test(tc, child_of_traced_parent_leaves_its_trace);
     tcase_add_test(tc, fork_after_shutdown);
+#ifndef SF_DEBUG
+    tcase_add_test(tc, pre_fork_handles_fail_in_the_child);
+#else
+    tcase_add_test(tc, pre_fork_handles_are_named);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }

@@ -28,7 +28,7 @@ static uint64_t bottom(void) { return atomic_load(&q.bottom); }
 static void setup(void)
 {
     memset(fs, 0, sizeof fs);
-    ck_assert_int_eq(sf__pending_init(&q, ID), 0);
+    ck_assert_int_eq(sf__pending_init(&q, ID, 0), 0);
 }
 
 static void teardown(void) { sf__pending_destroy(&q); }
