@@ -29,9 +29,10 @@
  * stays usable after any failure. Bad environment values are reported with one
  * line on stderr naming the variable, and the documented default is used.
  *
- * Thread safety. Every function is thread-safe, except sf_init() and
- * sf_shutdown(), which must not race with other calls into libsf (calls from
- * tasks that sf_shutdown() itself runs are fine, see there).
+ * Thread safety. Every function is thread-safe. sf_shutdown() is meant for
+ * when no other thread calls libsf any more; one that still does is waited
+ * for or held off, never crashed (see there, and docs/lifecycle.md). No
+ * function is async-signal-safe: do not call libsf from a signal handler.
  *
  * The fast path. A get of the calling thread's newest queued task - the
  * fork-join case - runs it with no atomic read-modify-write and no fence
@@ -73,19 +74,23 @@
  * fork(). The child of a process that uses libsf starts with no runtime: its
  * first sf_do() (or sf_init()) starts a fresh one, from the environment,
  * with its own pool; the parent goes on unaffected. Futures and sf_tasks
- * made before the fork are invalid in the child: neither get nor release
- * them there. The
- * child does not trace to SF_TRACE_FILE, which is the parent's trace (one
+ * made before the fork are invalid in the child: there a get, wait,
+ * sf_is_done() or sf_cancel() of one fails with EINVAL and a release does
+ * nothing, whatever the parent was doing with it (the debug build names
+ * the first such use and aborts). The child does not trace to SF_TRACE_FILE, which is the parent's trace (one
  * line on stderr says so if tracing was asked for); stderr or an sf_config
  * trace_file of its own work. Fork from a thread that is not running a
  * task: a child forked inside a task may only exec or _exit, as POSIX
  * requires of the child of any multithreaded process.
  *
  * Debug build. Configured with --enable-debug, libsf checks itself: every
- * state transition, owner-only data, the order of its locks, and uses of a
- * future after sf_release() or a second sf_release(); a violation prints one
- * line on stderr naming it ("libsf: sf_get(0x...): the future was released
- * (use after sf_release)") and aborts. A release build never aborts.
+ * state transition, owner-only data, the order of its locks, uses of a
+ * future after sf_release() or a second sf_release(), handles of a runtime
+ * that is gone (before a shutdown, or a forked parent's), misused sf_tasks,
+ * calls that come while sf_shutdown() frees the runtime and a shutdown from
+ * a signal handler; a violation prints one line on stderr naming it
+ * ("libsf: sf_get(0x...): the future was released (use after sf_release)")
+ * and aborts. A release build never aborts.
  */
 #ifndef SF_H
 #define SF_H
@@ -193,20 +198,27 @@ SF_EXPORT int sf_init(const sf_config *cfg);
  * thread cannot register for want of memory, the workers run them, or with
  * no worker one stderr line says they were not run); failures nobody saw go
  * to the unhandled-failure hook; then the workers are joined and all memory
- * is returned to the system. The futures' memory stays mapped, reading as
- * released futures: a get of a future kept past sf_shutdown() fails with
- * EINVAL until a later runtime reuses that memory. Every future handle is
- * invalid afterwards, released or not; the next sf_do() or sf_init() starts
- * a fresh runtime.
+ * is returned to the system. Every future and sf_task handle is invalid
+ * afterwards, released or not: the futures' memory stays mapped, reading as
+ * released futures, and is not reused by the next runtime, so through it a
+ * get of such a handle fails with EINVAL (as does an sf_task_get() of an
+ * sf_task queued before). The next sf_do() or sf_init() starts a fresh
+ * runtime.
  *
  * Call it from a thread that is not running a task, after every other thread
  * has stopped calling libsf. The tasks it runs, and the tasks pool workers
  * are still running, may call any function: no lock is held while they run;
- * sf_do() and sf_get() work as usual, sf_init() fails with EBUSY. Called from
- * inside a task (such a one included) it prints one line on stderr,
- * "libsf: sf_shutdown() called from inside a task; ignored", and does
- * nothing. Does nothing when the runtime is not running, or is already
- * stopping.
+ * sf_do() and sf_get() work as usual, sf_init() fails with EBUSY. If another
+ * thread is still inside a libsf call, the shutdown waits for that call to
+ * end before it frees anything, and runs what it queued; a call that begins
+ * while the runtime is being freed waits, then starts the next runtime (the
+ * debug build names such a call and aborts). Called from inside a task, an
+ * unhandled-failure hook, or a signal handler that interrupted a libsf call,
+ * it prints one line on stderr ("libsf: sf_shutdown() called from inside a
+ * task; ignored", "... from an unhandled-failure hook; ignored", "... while
+ * this thread is inside a libsf call (a signal handler?); ignored"; the
+ * debug build aborts on the last) and does nothing. Does nothing when the
+ * runtime is not running, or is already stopping.
  */
 SF_EXPORT void sf_shutdown(void);
 
@@ -238,10 +250,9 @@ SF_EXPORT void sf_shutdown(void);
  * Returns the number of tasks it discarded (0 when every pending task ran),
  * 0 if the runtime is not running or is already stopping, or -1 with errno:
  *   EINVAL   seconds is negative or NaN (nothing is done);
- *   EDEADLK  called from inside a task (a task or a pool worker): the
- *            shutdown would wait for the very task that called it. One line
- *            on stderr says so ("libsf: sf_shutdown_timeout() called from
- *            inside a task; ignored") and nothing is done.
+ *   EDEADLK  called from inside a task (a task or a pool worker), an
+ *            unhandled-failure hook or a signal handler, as sf_shutdown():
+ *            one line on stderr says so and nothing is done.
  * The rules of sf_shutdown() hold: call it from a thread that runs no
  * task, when no other thread calls libsf any more - or only calls that the
  * program knows return before this one does (say, a get that a task still
@@ -323,8 +334,8 @@ SF_EXPORT void *sf_get_isolated(sf_future *f);
 
 /*
  * Returns 1 if the future's task has finished (sf_get() would not run or wait
- * for anything), 0 if not, -1 with errno EINVAL if f is NULL. Never runs
- * anything.
+ * for anything), 0 if not, -1 with errno EINVAL if f is NULL or released (or
+ * invalid: from before a shutdown or a fork). Never runs anything.
  */
 SF_EXPORT int sf_is_done(const sf_future *f);
 
@@ -580,6 +591,9 @@ SF_EXPORT const char *sf_error_message(const sf_future *f);
  * nobody saw (see above); message may be NULL. NULL restores the default
  * (one line on stderr). Holds for the life of the process. Without memory to
  * keep the new hook, one stderr line says so and the previous one stays.
+ * The hook may call libsf - make and get tasks, on whatever thread it runs
+ * - but not shut it down: it runs inside a libsf call, and sf_shutdown()
+ * there is refused (see there).
  */
 SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
                                void *ctx);
