@@ -245,32 +245,23 @@ END_TEST
 #else
 /* The debug build names the misuse: a pre-fork future's get, and a
  * pre-fork task's, each in a child of its own. */
-static void child_gets_a_pre_fork_future(void)
+/* Runs fn in a child (a grandchild of the test), whose stderr is ours, and
+ * dies of the signal it died of. */
+static void in_a_child(void (*fn)(void))
 {
     pid_t pid = fork();
     if (pid == 0) {
-        sf_get(pre.private1);
+        fn();
         _exit(0);
     }
     int status;
     waitpid(pid, &status, 0);
-    /* The grandchild's report went to our stderr: pass its death on. */
     if (WIFSIGNALED(status))
         raise(WTERMSIG(status));
 }
 
-static void child_gets_a_pre_fork_task(void)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        sf_task_get(&pre.task1);
-        _exit(0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status))
-        raise(WTERMSIG(status));
-}
+static void get_pre_fork_future(void) { sf_get(pre.private1); }
+static void get_pre_fork_task(void) { sf_task_get(&pre.task1); }
 
 static void set_up_pre_fork(void)
 {
@@ -283,13 +274,13 @@ static void set_up_pre_fork(void)
 static void pre_fork_future(void)
 {
     set_up_pre_fork();
-    child_gets_a_pre_fork_future();
+    in_a_child(get_pre_fork_future);
 }
 
 static void pre_fork_task(void)
 {
     set_up_pre_fork();
-    child_gets_a_pre_fork_task();
+    in_a_child(get_pre_fork_task);
 }
 
 START_TEST(pre_fork_handles_are_named)

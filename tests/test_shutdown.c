@@ -451,12 +451,21 @@ START_TEST(other_threads_still_calling)
 }
 END_TEST
 
+#endif
+
 /*
  * A signal handler that calls sf_shutdown() while the thread it interrupted
  * is blocked in sf_get(): no libsf function is async-signal-safe, and the
  * shutdown would free what the get uses. It is refused with one line
- * (written with write(2)), and the get returns its result.
+ * (written with write(2)), and the get returns its result; the debug build
+ * names it and aborts (signal_handler_shutdown_is_named).
  */
+static void shut_down_from_handler(int sig)
+{
+    (void)sig;
+    sf_shutdown();
+}
+
 static atomic_int blocker_started, blocker_go;
 
 static void *blocker(void *arg)
@@ -466,12 +475,26 @@ static void *blocker(void *arg)
     return arg;
 }
 
-static void shut_down_from_handler(int sig)
+/* A runtime of 2 threads whose worker runs a task that waits for
+ * blocker_go; returns its future. SIGUSR1 runs shut_down_from_handler. */
+static sf_future *worker_blocked(void)
 {
-    (void)sig;
-    sf_shutdown();
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    struct sigaction sa = {.sa_handler = shut_down_from_handler};
+    sigemptyset(&sa.sa_mask);
+    ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    atomic_store(&blocker_started, 0);
+    atomic_store(&blocker_go, 0);
+    sf_future *f = sf_do(blocker, (void *)7L);
+    sf_future *g = sf_do(tu_fib, (void *)5L);
+    ck_assert_ptr_eq(sf_get(g), (void *)5L); /* the idle worker takes f */
+    sf_release(g);
+    ck_assert_int_eq(tu_wait_flag(&blocker_started, 10000), 1);
+    return f;
 }
 
+#ifndef SF_DEBUG
 struct interrupter {
     pthread_t target;
 };
@@ -492,18 +515,7 @@ static void *interrupts(void *arg)
 
 START_TEST(signal_handler_shutdown_is_refused)
 {
-    tu_env_threads(2);
-    ck_assert_int_eq(sf_init(NULL), 0);
-    struct sigaction sa = {.sa_handler = shut_down_from_handler};
-    sigemptyset(&sa.sa_mask);
-    ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-    atomic_store(&blocker_started, 0);
-    atomic_store(&blocker_go, 0);
-    sf_future *f = sf_do(blocker, (void *)7L);
-    sf_future *g = sf_do(tu_fib, (void *)5L);
-    ck_assert_ptr_eq(sf_get(g), (void *)5L); /* the idle worker takes f */
-    sf_release(g);
-    ck_assert_int_eq(tu_wait_flag(&blocker_started, 10000), 1);
+    sf_future *f = worker_blocked();
     struct interrupter in = {pthread_self()};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, interrupts, &in), 0);
@@ -531,8 +543,6 @@ END_TEST
  * until the shutdown, held open by a call in flight, closes the runtime),
  * and sf_shutdown() from a signal handler inside a call.
  */
-static atomic_int closing_seen;
-
 static void *polls_stats(void *arg)
 {
     (void)arg;
@@ -551,7 +561,6 @@ static void call_while_closing(void)
     tu_wait_flag(&inflight_started, 10000);
     pthread_create(&p, NULL, polls_stats, NULL);
     sf_shutdown();
-    (void)closing_seen;
 }
 
 START_TEST(a_call_while_the_runtime_closes_is_named)
@@ -564,21 +573,6 @@ START_TEST(a_call_while_the_runtime_closes_is_named)
 }
 END_TEST
 
-static atomic_int blocker_started, blocker_go;
-
-static void *blocker(void *arg)
-{
-    atomic_store(&blocker_started, 1);
-    tu_wait_flag(&blocker_go, 10000);
-    return arg;
-}
-
-static void shut_down_from_handler(int sig)
-{
-    (void)sig;
-    sf_shutdown();
-}
-
 static void *interrupts(void *arg)
 {
     tu_sleep_ms(50);
@@ -588,15 +582,7 @@ static void *interrupts(void *arg)
 
 static void shutdown_in_handler(void)
 {
-    tu_env_threads(2);
-    sf_init(NULL);
-    struct sigaction sa = {.sa_handler = shut_down_from_handler};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
-    sf_future *f = sf_do(blocker, (void *)7L);
-    sf_future *g = sf_do(tu_fib, (void *)5L);
-    sf_get(g);
-    tu_wait_flag(&blocker_started, 10000);
+    sf_future *f = worker_blocked();
     pthread_t me = pthread_self(), t;
     pthread_create(&t, NULL, interrupts, &me);
     sf_get(f); /* blocked until the abort */
