@@ -83,6 +83,13 @@
  * task: a child forked inside a task may only exec or _exit, as POSIX
  * requires of the child of any multithreaded process.
  *
+ * dlopen() and dlclose(). Once loaded, libsf stays loaded until the process
+ * ends: dlclose() does not unload it (libsf.so is linked with -z nodelete),
+ * since its pool workers run its code between tasks. Its runtime, workers
+ * included, runs until sf_shutdown() or exit, and a later dlopen() gets the
+ * same library with the runtime as it was. A plugin that uses libsf calls
+ * sf_shutdown() before it is closed if it wants the workers gone.
+ *
  * Debug build. Configured with --enable-debug, libsf checks itself: every
  * state transition, owner-only data, the order of its locks, uses of a
  * future after sf_release() or a second sf_release(), handles of a runtime

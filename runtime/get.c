@@ -293,9 +293,9 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
 }
 
 /* Less than a sixteenth of the stack left: too little to run a task here.
- * Under ThreadSanitizer, also past 5/4 of its nesting bound (registry.h):
- * levels beyond the bound take four frames each (through sf__get_slow),
- * which stays short of its 65536. */
+ * Under ThreadSanitizer, also past 5/4 of its nesting bound (registry.h),
+ * which stands for the stack there: levels beyond the bound take four
+ * frames each (through sf__get_slow). */
 static bool stack_exhausted(const struct sf__thread *me)
 {
 #if defined(__SANITIZE_THREAD__)

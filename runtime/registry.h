@@ -232,12 +232,17 @@ static inline struct sf__pending *sf__queue_of(uint64_t s)
 /*
  * Owner: may a get run its task on this stack, nested in the caller's frame?
  * No once the frame is below the red line (get.c continues on a fresh
- * stack). ThreadSanitizer also aborts when a thread's call stack passes
- * 65536 frames; a nested level of a chain takes two, so under it a thread
- * nests at most SF__TSAN_NEST tasks.
+ * stack). Under ThreadSanitizer a thread also nests at most SF__TSAN_NEST
+ * tasks, for its memory: it keeps, for good, a copy of the whole call stack
+ * for each address that a release first touches, and a chain does that at
+ * every level (its future), so n levels on one thread keep O(n^2) words -
+ * gigabytes at tens of thousands of levels. A fresh stack starts a short call
+ * stack, so with the bound a chain's cost grows linearly with its length.
+ * (It also keeps far from ThreadSanitizer's limit of 65536 frames a thread,
+ * at two frames a level.)
  */
 #if defined(__SANITIZE_THREAD__)
-#define SF__TSAN_NEST 16384u
+#define SF__TSAN_NEST 1024u
 #endif
 static inline __attribute__((always_inline)) bool sf__stack_room(const struct sf__thread *me)
 {

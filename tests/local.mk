@@ -33,6 +33,7 @@ check_PROGRAMS += tests/test_stats
 check_PROGRAMS += tests/test_shutdown_timeout
 check_PROGRAMS += tests/test_batch
 check_PROGRAMS += tests/test_task
+check_PROGRAMS += tests/test_unload
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -61,6 +62,7 @@ TESTS += tests/test_stats
 TESTS += tests/test_shutdown_timeout
 TESTS += tests/test_batch
 TESTS += tests/test_task
+TESTS += tests/test_unload
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -179,6 +181,15 @@ tests_test_batch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 # test_batch checks a trace of batch tasks with sftrace, as test_trace does
 tests_test_batch_CPPFLAGS = $(AM_CPPFLAGS) -DSFTRACE_BIN='"$(abs_top_builddir)/tools/sftrace/sftrace$(EXEEXT)"'
 EXTRA_tests_test_batch_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
+
+# dlopen, work, dlclose, dlopen again (a plugin host): the program opens the
+# libsf.so just built by its absolute path and is not linked against it, so
+# it names libsf.la as a dependency to have it built first.
+tests_test_unload_SOURCES = tests/test_unload.c tests/testutil.h
+tests_test_unload_CPPFLAGS = $(AM_CPPFLAGS) -DLIBSF_SO='"$(abs_top_builddir)/.libs/libsf.so"'
+tests_test_unload_LDADD = $(CHECK_LIBS) -ldl
+tests_test_unload_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+EXTRA_tests_test_unload_DEPENDENCIES = libsf.la
 
 # The queue alone: internal functions, so the convenience library, not libsf.
 tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testutil.h

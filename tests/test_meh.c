@@ -9,7 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Nested gets on one thread's deep stack, with no fresh stack. Under
+ * ThreadSanitizer a thread nests at most 1,024 tasks before it continues on
+ * a fresh stack (runtime/registry.h, for ThreadSanitizer's memory), so the
+ * chain stays below that there. */
+#if defined(__SANITIZE_THREAD__)
+#define CHAIN_DEPTH 1000L
+#else
 #define CHAIN_DEPTH 10000L
+#endif
 #define FANOUT 8
 #define TREE_DEPTH 5L
 #define TREE_NODES 37449L /* 1 + 8 + 8^2 + ... + 8^5 */
@@ -95,7 +103,7 @@ static void check_stats(int threads, uint64_t created)
     }
 }
 
-START_TEST(chain_10000_deep)
+START_TEST(chain_deep_on_one_stack)
 {
     int threads = thread_counts[_i];
     start_with(threads);
@@ -269,7 +277,7 @@ static Suite *meh_suite(void)
     int n = (int)(sizeof thread_counts / sizeof thread_counts[0]);
     TCase *tc = tcase_create("meh");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, chain_10000_deep, 0, n);
+    tcase_add_loop_test(tc, chain_deep_on_one_stack, 0, n);
     tcase_add_loop_test(tc, tree_fanout8_depth5, 0, n);
     tcase_add_loop_test(tc, chain_then_tree, 0, n);
     tcase_add_test(tc, many_more_threads_than_cores);
