@@ -96,18 +96,21 @@ static bool stack_allows_help(const struct sf__thread *me)
  * same tag is the same incarnation, RUNNING until it ends; a wait with the
  * same stamp is the same wait, in progress until it ends), so all of them
  * held at once between the two passes: a real cycle, which never resolves.
- * A runner is accepted only if val is a registered thread's struct (val holds
- * the task's argument until the runner overwrites it, and a program cannot
- * pass our structs as arguments). A future that is ours (f RUNNING here) is a
- * cycle at once: our frame cannot end before this get. The check runs only
- * before a sleep, so the fork-join path never pays for it.
+ * A runner is accepted only if val is a fiber of a registered thread (val
+ * holds the task's argument until the runner overwrites it, and a program
+ * cannot pass our structs as arguments). A future that runs on our own
+ * fiber (f RUNNING here) is a cycle at once: our frame cannot end before
+ * this get. The check runs only before a sleep, so the fork-join path never
+ * pays for it. Links run from fiber to fiber (registry.h, struct sf__fiber):
+ * a task goes on only when the fiber it runs on does, and a fiber waits for
+ * one future at a time.
  */
 #define CHAIN_MAX 64
 
 struct link {
     sf_future *h;           /* a future RUNNING ... */
     uint64_t s;             /* ... in this state ... */
-    struct sf__thread *r;   /* ... on this thread, which waits ... */
+    struct sf__fiber *r;    /* ... on this fiber, which waits ... */
     sf_future *w;           /* ... for this future ... */
     uint64_t stamp;         /* ... since this time */
 };
@@ -119,10 +122,10 @@ struct watch {
 
 static _Atomic uint64_t wait_clock;
 
-static bool is_thread(const void *p)
+static bool is_fiber(const void *p)
 {
     for (int i = 0, n = sf__registry_count(); i < n; i++)
-        if (sf__registry_get(i) == p)
+        if (&sf__registry_get(i)->base == p)
             return true;
     return false;
 }
@@ -131,7 +134,7 @@ static bool is_thread(const void *p)
  * four: they keep their order, and pair with the owner's release stores in
  * publish_wait - a reader that sees any new field sees the odd seq after
  * it. */
-static bool read_wait(struct sf__thread *r, sf_future **w, uint64_t *stamp)
+static bool read_wait(struct sf__fiber *r, sf_future **w, uint64_t *stamp)
 {
     uint64_t s1 = atomic_load_explicit(&r->wait_seq, memory_order_acquire);
     *w = atomic_load_explicit(&r->waiting_on, memory_order_acquire);
@@ -140,9 +143,9 @@ static bool read_wait(struct sf__thread *r, sf_future **w, uint64_t *stamp)
     return s1 == s2 && !(s1 & 1);
 }
 
-/* Owner: publishes its wait (seqlock, see read_wait). Relaxed for the odd
- * seq: the release stores after it keep it first. */
-static void publish_wait(struct sf__thread *me, sf_future *w, uint64_t stamp)
+/* The fiber's thread: publishes its wait (seqlock, see read_wait). Relaxed
+ * for the odd seq: the release stores after it keep it first. */
+static void publish_wait(struct sf__fiber *me, sf_future *w, uint64_t stamp)
 {
     uint64_t seq = atomic_load_explicit(&me->wait_seq, memory_order_relaxed);
     atomic_store_explicit(&me->wait_seq, seq + 1, memory_order_relaxed);
@@ -151,9 +154,9 @@ static void publish_wait(struct sf__thread *me, sf_future *w, uint64_t stamp)
     atomic_store_explicit(&me->wait_seq, seq + 2, memory_order_release);
 }
 
-/* The chain of waits from f: the number of links of a cycle back to me, 0
- * if it ends or goes elsewhere. */
-static int chain(struct sf__thread *me, sf_future *f, struct link *l)
+/* The chain of waits from f: the number of links of a cycle back to our
+ * fiber me, 0 if it ends or goes elsewhere. */
+static int chain(struct sf__fiber *me, sf_future *f, struct link *l)
 {
     sf_future *h = f;
     for (int n = 0; n < CHAIN_MAX; n++) {
@@ -162,7 +165,7 @@ static int chain(struct sf__thread *me, sf_future *f, struct link *l)
         if (sf__status(s) != SF__RUNNING)
             return 0;
         void *v = __atomic_load_n(&h->val, __ATOMIC_RELAXED);
-        struct sf__thread *r = v == (void *)me ? me : is_thread(v) ? v : NULL;
+        struct sf__fiber *r = v == (void *)me ? me : is_fiber(v) ? v : NULL;
         if (r == NULL)
             return 0;
         l[n] = (struct link){h, s, r, NULL, 0};
@@ -181,7 +184,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
                                                    struct watch *w)
 {
     struct link now[CHAIN_MAX];
-    int n = chain(me, f, now);
+    int n = chain(me->fiber, f, now);
     if (n == 1)
         return true; /* f runs here, below this get */
     bool same = n > 0 && n == w->n && memcmp(now, w->prev, (size_t)n * sizeof now[0]) == 0;
@@ -193,7 +196,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
     if (!same)
         return false;
     /* Relaxed: our own stamp. */
-    uint64_t mine = atomic_load_explicit(&me->wait_stamp, memory_order_relaxed);
+    uint64_t mine = atomic_load_explicit(&me->fiber->wait_stamp, memory_order_relaxed);
     for (int i = 0; i < n - 1; i++)
         if (now[i].stamp > mine)
             return false; /* a later wait closed it: that get fails */
@@ -204,11 +207,12 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
  * was in, to restore. */
 static struct link begin_wait(struct sf__thread *me, sf_future *f)
 {
+    struct sf__fiber *fb = me->fiber;
     /* Relaxed: our own fields. */
-    struct link outer = {.w = atomic_load_explicit(&me->waiting_on, memory_order_relaxed),
-                         .stamp = atomic_load_explicit(&me->wait_stamp, memory_order_relaxed)};
+    struct link outer = {.w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed),
+                         .stamp = atomic_load_explicit(&fb->wait_stamp, memory_order_relaxed)};
     /* Relaxed: only uniqueness and order of stamps matter. */
-    publish_wait(me, f, atomic_fetch_add_explicit(&wait_clock, 1, memory_order_relaxed) + 1);
+    publish_wait(fb, f, atomic_fetch_add_explicit(&wait_clock, 1, memory_order_relaxed) + 1);
     return outer;
 }
 
@@ -216,10 +220,11 @@ static struct link begin_wait(struct sf__thread *me, sf_future *f)
  * waiting until that task returns. Returns the wait, to restore. */
 static struct link begin_running(struct sf__thread *me)
 {
+    struct sf__fiber *fb = me->fiber;
     /* Relaxed: our own fields. */
-    struct link w = {.w = atomic_load_explicit(&me->waiting_on, memory_order_relaxed),
-                     .stamp = atomic_load_explicit(&me->wait_stamp, memory_order_relaxed)};
-    publish_wait(me, NULL, w.stamp);
+    struct link w = {.w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed),
+                     .stamp = atomic_load_explicit(&fb->wait_stamp, memory_order_relaxed)};
+    publish_wait(fb, NULL, w.stamp);
     return w;
 }
 
@@ -227,7 +232,7 @@ static struct link begin_running(struct sf__thread *me)
  * that helped and never ended. */
 static void end_wait(struct sf__thread *me, struct link outer)
 {
-    publish_wait(me, outer.w, outer.stamp);
+    publish_wait(me->fiber, outer.w, outer.stamp);
 }
 
 /*
@@ -385,7 +390,7 @@ static bool help(struct sf__thread *me, bool force, uint32_t region)
     /* Running, not waiting, while the helped task runs: it sits above our
      * wait, and does not depend on it (Deadlock). Only a get that has slept
      * published a wait. Relaxed: our own field. */
-    if (SF__UNLIKELY(atomic_load_explicit(&me->waiting_on, memory_order_relaxed) != NULL)) {
+    if (SF__UNLIKELY(atomic_load_explicit(&me->fiber->waiting_on, memory_order_relaxed) != NULL)) {
         struct link waiting = begin_running(me);
         sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
         end_wait(me, waiting);

@@ -132,7 +132,9 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     t->scope = NULL;
     free(t->task_msg); /* an exited thread's last failure message (task.c) */
     t->task_msg = NULL;
-    atomic_store_explicit(&t->waiting_on, NULL, memory_order_relaxed);
+    t->base.thread = t;
+    t->fiber = &t->base;
+    atomic_store_explicit(&t->base.waiting_on, NULL, memory_order_relaxed);
     t->region = 0;
     sf__stack_bounds(&t->stack_lo, &t->stack_size);
     /* The mapping's top holds the thread's static TLS (ThreadSanitizer's

@@ -20,6 +20,24 @@
 
 struct sf__failure;     /* failure.h */
 struct sf__scope_frame; /* failure.h */
+struct sf__thread;
+
+/*
+ * A stack that runs tasks on a thread: the thread's own (its base fiber),
+ * or one its blocked gets park on (park.c). A task runs on one fiber from
+ * start to end, and while it runs its future's val names that fiber (run.h),
+ * which is how a getter about to sleep follows a chain of waits (get.c,
+ * Deadlock): a task can go on only when its fiber does.
+ */
+struct sf__fiber {
+    /* The wait this fiber is in, NULL while it runs a task: written by its
+     * thread under wait_seq (a seqlock: odd while it writes), read by
+     * getters that follow a chain of waits. */
+    _Atomic(sf_future *) waiting_on;
+    _Atomic uint64_t wait_stamp; /* when that wait began, on a global clock */
+    _Atomic uint64_t wait_seq;
+    struct sf__thread *thread;   /* its thread, for good */
+};
 
 /* Everything per thread. Owner-only fields are written by that thread alone. */
 struct sf__thread {
@@ -43,12 +61,8 @@ struct sf__thread {
     char *task_msg;            /* the message of the last task in caller storage
                                 * whose get failed here, or of the last loop that
                                 * failed here (owner; task.c, parfor.c) */
-    /* The wait this thread is in, NULL while it runs a task (get.c,
-     * Deadlock): written by the owner under wait_seq (a seqlock: odd while
-     * it writes), read by getters that follow a chain of waits. */
-    _Atomic(sf_future *) waiting_on;
-    _Atomic uint64_t wait_stamp; /* when that wait began, on a global clock */
-    _Atomic uint64_t wait_seq;
+    struct sf__fiber *fiber;   /* the fiber running now (owner) */
+    struct sf__fiber base;     /* the thread's own stack, as a fiber */
     uint32_t region;           /* isolation region of the task running here, 0 none
                                 * (owner; get.c, Isolation) */
     uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
