@@ -18,6 +18,7 @@ check_PROGRAMS += tests/test_errors
 check_PROGRAMS += tests/test_trace
 check_PROGRAMS += tests/test_claim
 check_PROGRAMS += tests/test_pending
+check_PROGRAMS += tests/test_fiber
 check_PROGRAMS += tests/test_fork
 check_PROGRAMS += tests/test_isolated
 check_PROGRAMS += tests/test_memory
@@ -47,6 +48,7 @@ TESTS += tests/test_errors
 TESTS += tests/test_trace
 TESTS += tests/test_claim
 TESTS += tests/test_pending
+TESTS += tests/test_fiber
 TESTS += tests/test_fork
 TESTS += tests/test_isolated
 TESTS += tests/test_memory
@@ -196,6 +198,13 @@ tests_test_pending_SOURCES = tests/test_pending.c tests/testutil.c tests/testuti
 tests_test_pending_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
 tests_test_pending_LDADD = libsfcore.la $(CHECK_LIBS)
 tests_test_pending_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# Stacks and context switches alone (runtime/fiber.h), as test_pending;
+# -lm for fesetround.
+tests_test_fiber_SOURCES = tests/test_fiber.c tests/testutil.c tests/testutil.h
+tests_test_fiber_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
+tests_test_fiber_LDADD = libsfcore.la $(CHECK_LIBS) -lm
+tests_test_fiber_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # The debug build's self-checks, each misuse reported and aborted on.
 if SF_DEBUG

@@ -34,3 +34,7 @@ EXTRA_DIST += tools/check-layers
 
 # A long run of tests/test_stress (SF_STRESS_SECONDS); it builds nothing.
 EXTRA_DIST += tools/soak
+
+# runtime/fiber.c on aarch64 under qemu-user, with a standalone driver (no
+# Check there); run by hand, it needs a cross compiler (its top comment).
+EXTRA_DIST += tools/check-fiber-cross tools/fiber_cross.c

@@ -77,3 +77,11 @@ tools_bench_bench_fft_SOURCES = tools/bench/src/bench_fft.c
 tools_bench_bench_fft_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples $(FFTW_CFLAGS)
 tools_bench_bench_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_THREADS_LIBS) $(FFTW_LIBS) -lm
 tools_bench_bench_fft_LDFLAGS = -static
+
+# The cost of a fiber switch (runtime/fiber.h), linked against the internal
+# convenience library as tests/test_fiber is; no peer.
+bench_programs += tools/bench/switch_sf
+EXTRA_PROGRAMS += tools/bench/switch_sf
+tools_bench_switch_sf_SOURCES = tools/bench/src/switch_sf.c
+tools_bench_switch_sf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
+tools_bench_switch_sf_LDADD = libsfcore.la
