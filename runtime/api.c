@@ -42,24 +42,10 @@ static inline void check_live(const sf_future *f, uint64_t s, const char *fn)
 #endif
 }
 
-SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
+/* Fills f with fn(arg) for `me` (the push publishes it). */
+static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
+                                                        void *(*fn)(void *), void *arg)
 {
-    if (SF__UNLIKELY(fn == NULL)) {
-        errno = EINVAL;
-        return NULL;
-    }
-    struct sf__thread *me = sf__thread_self();
-    if (SF__UNLIKELY(me == NULL)) {
-        /* Outside any call (registry.h, Calls in flight), or not registered. */
-        SF__OUTERMOST("sf_do", sf_future *, sf_do(fn, arg));
-        if ((me = sf__enter_slow()) == NULL)
-            return NULL;
-    }
-    sf_future *f = sf__future_alloc(&me->free);
-    if (SF__UNLIKELY(f == NULL)) {
-        errno = ENOMEM;
-        return NULL;
-    }
     f->u.fn = fn;
     /* Atomic (relaxed, a plain store): a getter following a chain of waits
      * may read a stale future's val at any time (get.c, Deadlock). The push
@@ -70,15 +56,56 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
     /* Counted before the push, so the trace's Queue column (created minus
      * started) never sees a start before its creation. */
     SF__BUMP(me->c_created);
-    if (SF__UNLIKELY(!sf__pending_push(&me->q, f))) {
+}
+
+/* sf_do off its fast path: bad arguments, a call from outside libsf, a
+ * thread to register, a free list to refill, a ring to grow, a trace. */
+static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *arg)
+{
+    if (fn == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Outside any call (registry.h, Calls in flight). */
+    SF__OUTERMOST("sf_do", sf_future *, do_slow(fn, arg));
+    struct sf__thread *me = sf__enter();
+    if (me == NULL)
+        return NULL;
+    sf_future *f = sf__future_alloc(&me->free);
+    if (f == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    fill(me, f, fn, arg);
+    /* Before the push: once pushed, the task may be taken at once, and its
+     * Take or Steal must not come before its Do. Its tag is the push
+     * counter's next value, which only this thread moves. */
+    uint64_t tag = (me->q.seq << SF__TAG_SHIFT) | SF__PENDING;
+    SF__TRACE(me, DO, tag, 0);
+    if (!sf__pending_push(&me->q, f)) {
+        /* Not queued after all: the trace says so (the counter did not move:
+         * the next Do names that tag anew). */
+        SF__TRACE(me, DISCARD, tag, 0);
         atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
                               memory_order_relaxed);
         sf__future_unalloc(&me->free, f);
         errno = ENOMEM;
         return NULL;
     }
-    /* Relaxed: this thread's own store, just made. */
-    SF__TRACE(me, DO, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
+    return f;
+}
+
+SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
+{
+    /* The fork-join fast path calls nothing, so it saves no registers:
+     * anything unusual goes to do_slow, which starts over. */
+    struct sf__thread *me = sf__thread_self();
+    if (SF__UNLIKELY(fn == NULL || me == NULL || sf__trace_on || me->free.head == NULL ||
+                     !sf__pending_has_room(&me->q)))
+        return do_slow(fn, arg);
+    sf_future *f = sf__future_alloc(&me->free);
+    fill(me, f, fn, arg);
+    sf__pending_put(&me->q, f, f, false);
     return f;
 }
 

@@ -56,23 +56,10 @@
 #define YIELD_ROUNDS 16     /* then looks after sched_yield before sleeping */
 #define NAP_MIN_NS 200000L  /* first sleep; doubles up to NAP_MAX_NS */
 #define NAP_MAX_NS 20000000L
-#define STEAL_SCAN 256      /* slots looked at per victim queue */
+/* A thread with parked fibers looks at them again at least this often while
+ * it sleeps: their futures complete without waking it (park.c, Why ...). */
+#define NAP_PARKED_NS 1000000L
 
-/*
- * Helping nests: a helped task that blocks helps in turn, one frame deeper.
- * Programs nest as deep as their own recursion; helping could nest as deep
- * as there are pending tasks. So a get helps only while less than half of
- * its thread's stack is used (oneTBB's bound for stealing); below that it
- * waits without helping. Running the awaited task itself is never refused:
- * deadlock freedom rests on it (top comment).
- */
-static bool stack_allows_help(const struct sf__thread *me)
-{
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    if (me->stack_size == 0 || sp < me->stack_lo || sp - me->stack_lo >= me->stack_size)
-        return true; /* unknown, or not on the stack we know (a coroutine's) */
-    return sp - me->stack_lo > me->stack_size / 2;
-}
 
 /*
  * Deadlock. A get that can never return: f runs on a thread that waits,
@@ -120,39 +107,7 @@ struct watch {
     struct link *prev;
 };
 
-static _Atomic uint64_t wait_clock;
-
-static bool is_fiber(const void *p)
-{
-    for (int i = 0, n = sf__registry_count(); i < n; i++)
-        if (&sf__registry_get(i)->base == p)
-            return true;
-    return false;
-}
-
-/* Reads r's wait consistently (false if r was changing it). Acquire, all
- * four: they keep their order, and pair with the owner's release stores in
- * publish_wait - a reader that sees any new field sees the odd seq after
- * it. */
-static bool read_wait(struct sf__fiber *r, sf_future **w, uint64_t *stamp)
-{
-    uint64_t s1 = atomic_load_explicit(&r->wait_seq, memory_order_acquire);
-    *w = atomic_load_explicit(&r->waiting_on, memory_order_acquire);
-    *stamp = atomic_load_explicit(&r->wait_stamp, memory_order_acquire);
-    uint64_t s2 = atomic_load_explicit(&r->wait_seq, memory_order_acquire);
-    return s1 == s2 && !(s1 & 1);
-}
-
-/* The fiber's thread: publishes its wait (seqlock, see read_wait). Relaxed
- * for the odd seq: the release stores after it keep it first. */
-static void publish_wait(struct sf__fiber *me, sf_future *w, uint64_t stamp)
-{
-    uint64_t seq = atomic_load_explicit(&me->wait_seq, memory_order_relaxed);
-    atomic_store_explicit(&me->wait_seq, seq + 1, memory_order_relaxed);
-    atomic_store_explicit(&me->wait_stamp, stamp, memory_order_release);
-    atomic_store_explicit(&me->waiting_on, w, memory_order_release);
-    atomic_store_explicit(&me->wait_seq, seq + 2, memory_order_release);
-}
+static bool is_fiber(const void *p) { return sf__park_is_fiber(p); }
 
 /* The chain of waits from f: the number of links of a cycle back to our
  * fiber me, 0 if it ends or goes elsewhere. */
@@ -171,7 +126,7 @@ static int chain(struct sf__fiber *me, sf_future *f, struct link *l)
         l[n] = (struct link){h, s, r, NULL, 0};
         if (r == me)
             return n + 1;
-        if (!read_wait(r, &l[n].w, &l[n].stamp) || l[n].w == NULL)
+        if (!sf__wait_read(r, &l[n].w, &l[n].stamp) || l[n].w == NULL)
             return 0;
         h = l[n].w;
     }
@@ -211,28 +166,15 @@ static struct link begin_wait(struct sf__thread *me, sf_future *f)
     /* Relaxed: our own fields. */
     struct link outer = {.w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed),
                          .stamp = atomic_load_explicit(&fb->wait_stamp, memory_order_relaxed)};
-    /* Relaxed: only uniqueness and order of stamps matter. */
-    publish_wait(fb, f, atomic_fetch_add_explicit(&wait_clock, 1, memory_order_relaxed) + 1);
+    sf__wait_publish(fb, f, sf__wait_stamp());
     return outer;
 }
 
-/* The calling thread, in a wait, runs a task meanwhile (helping): it is not
- * waiting until that task returns. Returns the wait, to restore. */
-static struct link begin_running(struct sf__thread *me)
-{
-    struct sf__fiber *fb = me->fiber;
-    /* Relaxed: our own fields. */
-    struct link w = {.w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed),
-                     .stamp = atomic_load_explicit(&fb->wait_stamp, memory_order_relaxed)};
-    publish_wait(fb, NULL, w.stamp);
-    return w;
-}
-
-/* Back in what we were in before: running a task (NULL), or an outer wait
- * that helped and never ended. */
+/* Back in what we were in before: running a task (NULL), or an outer
+ * wait. */
 static void end_wait(struct sf__thread *me, struct link outer)
 {
-    publish_wait(me->fiber, outer.w, outer.stamp);
+    sf__wait_publish(me->fiber, outer.w, outer.stamp);
 }
 
 /*
@@ -267,6 +209,9 @@ static void *fresh_main(void *arg)
     }
     errno = 0;
     (void)sf__get_slow(me, fr->f, fr->isolated);
+    int e = errno;
+    sf__park_drain(me); /* its fibers end with it */
+    errno = e;
     /* The getter holds f while it waits for us, so f is not recycled: not
      * DONE means this get failed, with errno. Acquire: pairs with the
      * runner's release of DONE; the getter reads val after our exit. */
@@ -353,53 +298,6 @@ static uint32_t new_region(void)
 
 uint32_t sf__region_new_closed(void) { return new_region() | SF__REGION_CLOSED; }
 
-/* Runs one pending task other than the awaited one, of `region` if not 0.
- * force: after spinning in vain, take other threads' private tasks too
- * (pending.h). */
-static bool help(struct sf__thread *me, bool force, uint32_t region)
-{
-    uint64_t claimed;
-    int from = me->id;
-    /* After a shutdown's deadline nothing starts by helping (lifecycle.c,
-     * sf_shutdown_timeout): the wait goes on without it, which deadlock
-     * freedom allows (it rests on step 3 alone, top comment). */
-    if (SF__UNLIKELY(sf__pool_past_deadline()))
-        return false;
-    sf_future *g = sf__pending_pop(&me->q, region, &claimed);
-    if (g == NULL) {
-        SF__BUMP(me->c_steal_tries);
-        int n = sf__registry_count();
-        unsigned flags = force ? SF__STEAL_PRIVATE : 0;
-        for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n && g == NULL;
-             k++, i = i + 1 == n ? 0 : i + 1) {
-            struct sf__thread *v = sf__registry_get(i);
-            if (v != me &&
-                (g = sf__pending_steal(&v->q, flags, region, STEAL_SCAN, &claimed)) != NULL)
-                from = v->id;
-        }
-        if (g == NULL) {
-            SF__BUMP(me->c_steal_fails);
-            return false;
-        }
-    }
-    if (SF__UNLIKELY(sf__pool_past_deadline())) { /* claimed after it: not started */
-        sf__pool_shed(me, g, claimed);
-        return true;
-    }
-    SF__TRACE(me, STEAL, claimed, from);
-    /* Running, not waiting, while the helped task runs: it sits above our
-     * wait, and does not depend on it (Deadlock). Only a get that has slept
-     * published a wait. Relaxed: our own field. */
-    if (SF__UNLIKELY(atomic_load_explicit(&me->fiber->waiting_on, memory_order_relaxed) != NULL)) {
-        struct link waiting = begin_running(me);
-        sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
-        end_wait(me, waiting);
-    } else {
-        sf__run_claimed(me, g, claimed, SF__HOW_STEAL);
-    }
-    return true;
-}
-
 /* Sleeps until f is DONE or nap_ns pass. */
 static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
 {
@@ -438,6 +336,73 @@ void *sf__get_failed(sf_future *f)
     return NULL;
 }
 
+#define STEAL_SCAN 256      /* slots looked at per victim queue */
+
+/* A pending task to help with, claimed: this thread's newest, then another
+ * thread's oldest public one (private ones too, through the gate, when
+ * force: pending.h), of `region` (Isolation). NULL: none, or past a
+ * shutdown's deadline - nothing starts by helping then (lifecycle.c,
+ * sf_shutdown_timeout), which deadlock freedom allows (it rests on step 3
+ * alone, top comment). */
+static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
+                            uint64_t *claimed, int *from)
+{
+    if (SF__UNLIKELY(sf__pool_past_deadline()))
+        return NULL;
+    *from = me->id;
+    sf_future *g = sf__pending_pop(&me->q, region, true, claimed);
+    if (g != NULL)
+        return g;
+    SF__BUMP(me->c_steal_tries);
+    int n = sf__registry_count();
+    unsigned flags = force ? SF__STEAL_PRIVATE : 0;
+    for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
+         k++, i = i + 1 == n ? 0 : i + 1) {
+        struct sf__thread *v = sf__registry_get(i);
+        if (v != me && (g = sf__pending_steal(&v->q, flags, region, STEAL_SCAN, claimed)) != NULL) {
+            *from = v->id;
+            return g;
+        }
+    }
+    SF__BUMP(me->c_steal_fails);
+    return NULL;
+}
+
+/* A fiber's job (park.h): run the task a waiting get claimed to help with
+ * (a claim after a shutdown's deadline sheds it: not started). */
+static void help_job(struct sf__thread *me, struct sf__park_job *job)
+{
+    if (SF__UNLIKELY(sf__pool_past_deadline())) {
+        sf__pool_shed(me, job->f, job->claimed);
+        return;
+    }
+    SF__TRACE(me, STEAL, job->claimed, job->from);
+    sf__run_claimed(me, job->f, job->claimed, SF__HOW_STEAL);
+}
+
+/* A fiber's next job, once its last is done: more help within region - with
+ * the waiting get's bookkeeping first, as it would do between two helped
+ * tasks (sf__get_slow): thieves that asked for our private tasks, or found
+ * only finished slots at our top, are answered. */
+static bool next_help(struct sf__thread *me, struct sf__park_job *job, uint32_t region)
+{
+    if (sf__pending_poll(&me->q))
+        sf__pool_notify();
+    sf__pending_trim_top(&me->q, UINT64_MAX);
+    job->f = find_help(me, false, region, &job->claimed, &job->from);
+    job->run = help_job;
+    return job->f != NULL;
+}
+
+/* A fiber's job (park.h): get job->f there, on a fresh stack (Deep
+ * chains). The parked getter looks at f again when it goes on. */
+static void get_on_fiber(struct sf__thread *me, struct sf__park_job *job)
+{
+    int saved = errno;
+    (void)sf__get_slow(me, job->f, job->isolated);
+    errno = saved;
+}
+
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
 {
     unsigned rounds = 0;
@@ -461,6 +426,16 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             /* A thread that runs no task yet runs f here whatever its
              * stack: a fresh stack would be no bigger. */
             if (SF__UNLIKELY(!sf__stack_room(me)) && me->cur != NULL) {
+                struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
+                if (fb != NULL) {
+                    /* A fiber of this thread gets f (Deep chains); we park
+                     * until it is done, and look again. */
+                    SF__BUMP(me->c_fresh_stacks);
+                    struct sf__park_job job = {
+                        .run = get_on_fiber, .next = next_help, .f = f, .isolated = isolated};
+                    sf__park_run(me, f, fb, &job, region);
+                    continue;
+                }
                 int e = get_on_fresh_stack(me, f, isolated);
                 if (e == 0)
                     continue; /* f is DONE now */
@@ -524,11 +499,29 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         /* Workers scan from our top: keep it on a pending task while we
          * wait (claims by others leave finished slots there). */
         sf__pending_trim_top(&me->q, UINT64_MAX);
-        if (may_help && stack_allows_help(me) && help(me, rounds >= SPIN_ROUNDS, region)) {
+        /* A parked fiber of ours whose future is done goes on first; then
+         * work to help with runs on another fiber while this one parks
+         * (park.c). Either way we look again once resumed. */
+        if (sf__park_any(me) && sf__park_resume_ready(me, f)) {
             rounds = 0;
             dry = false;
             nap = NAP_MIN_NS;
             continue;
+        }
+        if (may_help) {
+            struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
+            if (fb != NULL) {
+                struct sf__park_job job = {.run = help_job, .next = next_help};
+                job.f = find_help(me, rounds >= SPIN_ROUNDS, region, &job.claimed, &job.from);
+                if (job.f != NULL) {
+                    sf__park_run(me, f, fb, &job, region);
+                    rounds = 0;
+                    dry = false;
+                    nap = NAP_MIN_NS;
+                    continue;
+                }
+                sf__park_unfiber(me, fb);
+            }
         }
         if (!dry) {
             dry = true;
@@ -555,7 +548,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             err = EDEADLK;
             break;
         }
-        sleep_on(me, f, nap);
+        sleep_on(me, f, sf__park_any(me) && nap > NAP_PARKED_NS ? NAP_PARKED_NS : nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
     if (published)

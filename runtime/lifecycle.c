@@ -59,6 +59,9 @@ static void on_thread_exit(struct sf__thread *t)
         sf__pool_notify();
     if (sf__trace_on)
         sf__trace_flush(t);
+    /* No fiber of it is parked (an outermost call drains them before it
+     * returns, park.c): their stacks go with it. */
+    sf__park_free(t);
 }
 
 static int open_trace(struct sf__cfg *c)
@@ -214,7 +217,7 @@ struct sf__thread *sf__enter_slow(void)
  */
 static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
 {
-    sf_future *f = sf__pending_pop(&me->q, SF__REGION_ANY, claimed);
+    sf_future *f = sf__pending_pop(&me->q, SF__REGION_ANY, true, claimed);
     for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
         f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, SF__REGION_ANY, UINT64_MAX,
                               claimed);
@@ -352,9 +355,10 @@ static long stop(uint64_t deadline_ns, const char *name)
         check_never_got(me, name);
 #endif
     unsigned long drained = 0;
-    if (me != NULL)
+    if (me != NULL) {
         drained = drain(me);
-    else if (!sf__pool_drain())
+        sf__park_drain(me);
+    } else if (!sf__pool_drain())
         /* No struct for this thread and no worker to run what is pending:
          * say so rather than lose it quietly. */
         fprintf(stderr, "libsf: %s() could not register its thread (%s) and has no "
@@ -373,8 +377,10 @@ static long stop(uint64_t deadline_ns, const char *name)
     for (int i = 0, n = sf__registry_count(); i < n; i++)
         check_never_got(sf__registry_get(i), name);
 #endif
-    if (me != NULL)
+    if (me != NULL) {
         drained += drain(me);
+        sf__park_drain(me);
+    }
     /* Relaxed: every shedder was a worker (joined just now) or this thread,
      * or a getter whose call ended before the close (its release). */
     long shed = atomic_load_explicit(&sf__pool.shed, memory_order_relaxed);
@@ -390,6 +396,8 @@ static long stop(uint64_t deadline_ns, const char *name)
     }
     sf__lock(&life);
     sf__batch_free_all(); /* drained above; those never closed go now */
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        sf__park_free(sf__registry_get(i)); /* nothing parked: every call drained */
     sf__registry_destroy();
     sf__futures_free_all();
     /* Relaxed: the next start reads it under `life`; sf__enter_slow's

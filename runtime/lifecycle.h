@@ -5,6 +5,8 @@
 #ifndef SF_LIFECYCLE_H
 #define SF_LIFECYCLE_H
 
+#include <errno.h>
+
 #include "get.h"
 
 /* DOWN -> UP (sf_init, implicit start) -> STOPPING (sf_shutdown's drain and
@@ -27,6 +29,20 @@ static inline struct sf__thread *sf__enter(void)
     return sf__enter_slow();
 }
 
+/* An outermost call ends: no fiber of this thread stays parked once it has
+ * left libsf (park.c), so it drains them first; then the call ends
+ * (registry.h). Keeps errno. */
+static inline void sf__outermost_end(void)
+{
+    struct sf__thread *me = sf__thread_self();
+    if (SF__UNLIKELY(me != NULL && sf__park_any(me))) {
+        int e = errno;
+        sf__park_drain(me);
+        errno = e;
+    }
+    sf__call_end();
+}
+
 /*
  * The way into every entry point that may be called from outside libsf:
  * outside any call, runs `call` - the entry point again, with the same
@@ -39,7 +55,7 @@ static inline struct sf__thread *sf__enter(void)
         if (SF__UNLIKELY(!sf__call_inside())) {                                    \
             sf__call_begin(what);                                                  \
             type sf__r_ = (call);                                                  \
-            sf__call_end();                                                        \
+            sf__outermost_end();                                                   \
             return sf__r_;                                                         \
         }                                                                          \
     } while (0)
@@ -49,7 +65,7 @@ static inline struct sf__thread *sf__enter(void)
         if (SF__UNLIKELY(!sf__call_inside())) {                                    \
             sf__call_begin(what);                                                  \
             (call);                                                                \
-            sf__call_end();                                                        \
+            sf__outermost_end();                                                   \
             return;                                                                \
         }                                                                          \
     } while (0)

@@ -26,6 +26,7 @@
 
 #define IDLE_SPINS 128          /* scans before an idle worker sleeps (see idle_spins) */
 #define IDLE_NAP_NS 100000000L  /* belt and braces: rescan every 100 ms */
+#define PARKED_NAP_NS 1000000L  /* ... every 1 ms while fibers are parked */
 #define TAKE_SCAN 256           /* slots looked at per queue */
 
 struct sf__pool sf__pool;
@@ -151,6 +152,10 @@ static void *worker_main(void *arg)
          * of it; publish them when a thief asks. */
         if (sf__pending_poll(&me->q))
             sf__pool_notify();
+        /* Between tasks, a parked fiber whose future is done goes on
+         * first; this loop, yielding, goes on after it (park.c). */
+        if (sf__park_any(me))
+            (void)sf__park_resume_ready(me, NULL);
         sf_future *f = find_submitted(me, false, &claimed, &from);
         if (f != NULL) {
             set_idle(&idle, false);
@@ -184,7 +189,9 @@ static void *worker_main(void *arg)
             SF__BUMP(me->c_idle_sleeps);
             if (sf__trace_on)
                 sf__trace_flush(me); /* a sleeping thread's lines should be readable */
-            sf__futex_wait(&sf__pool.idle_seq, seen, IDLE_NAP_NS);
+            /* With fibers parked, look at them again soon: their futures
+             * complete without waking us. */
+            sf__futex_wait(&sf__pool.idle_seq, seen, sf__park_any(me) ? PARKED_NAP_NS : IDLE_NAP_NS);
         }
         atomic_fetch_sub_explicit(&sf__pool.idle_sleepers, 1, memory_order_relaxed);
         spins = 0;
@@ -197,6 +204,7 @@ static void *worker_main(void *arg)
     }
     stop_searching();
     set_idle(&idle, false);
+    sf__park_drain(me); /* its fibers end with it */
     return NULL;
 }
 

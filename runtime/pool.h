@@ -5,7 +5,7 @@
 #ifndef SF_POOL_H
 #define SF_POOL_H
 
-#include "run.h"
+#include "park.h"
 
 struct sf__pool {
     /* Read by every get that submits: apart from the counters below. */

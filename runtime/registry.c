@@ -133,10 +133,15 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     free(t->task_msg); /* an exited thread's last failure message (task.c) */
     t->task_msg = NULL;
     t->base.thread = t;
+    t->base.index = 0;
     t->fiber = &t->base;
+    t->parked = NULL;
     atomic_store_explicit(&t->base.waiting_on, NULL, memory_order_relaxed);
     t->region = 0;
     sf__stack_bounds(&t->stack_lo, &t->stack_size);
+    /* The base fiber's context is the thread's whole stack (fiber.h: for the
+     * sanitizers; 0 and 0 when unknown). */
+    sf__ctx_init_thread(&t->base.ctx, t->stack_lo, t->stack_size);
     /* The mapping's top holds the thread's static TLS (ThreadSanitizer's
      * state alone is most of a megabyte there): count only what lies below
      * our frame. Later frames above it are near the top, where nothing

@@ -16,11 +16,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fiber.h"
 #include "pending.h"
 
 struct sf__failure;     /* failure.h */
 struct sf__scope_frame; /* failure.h */
+struct sf__batch_frame; /* batch.h */
 struct sf__thread;
+
+/*
+ * What a thread keeps per stack: the task running there, innermost, and what
+ * goes with it. The thread's struct holds the running fiber's (where the
+ * fork-join fast path reads it); a parked fiber holds its own here until it
+ * runs again (park.c). Each field is documented at its place in struct
+ * sf__thread.
+ */
+struct sf__frame {
+    sf_future *cur;
+    struct sf__failure *fails;
+    struct sf__scope_frame *scope;
+    struct sf__batch_frame *batch_frames; /* batch.h, sf__batch_frames */
+    uintptr_t stack_lo, stack_red, stack_red_task;
+    size_t stack_size;
+    uint32_t region;
+    int tdepth;
+#if defined(__SANITIZE_THREAD__)
+    unsigned depth;
+#endif
+};
 
 /*
  * A stack that runs tasks on a thread: the thread's own (its base fiber),
@@ -37,6 +60,19 @@ struct sf__fiber {
     _Atomic uint64_t wait_stamp; /* when that wait began, on a global clock */
     _Atomic uint64_t wait_seq;
     struct sf__thread *thread;   /* its thread, for good */
+    /* Its thread's alone (park.c): */
+    struct sf__ctx ctx;          /* its registers while it does not run */
+    struct sf__stack stack;      /* a parking fiber's own stack (the base: none) */
+    struct sf__frame saved;      /* the thread's per-stack state while it does not run */
+    struct sf__fiber *next;      /* on its thread's parked or spare list */
+    sf_future *ready_on;         /* parked: it may go on once this is DONE (NULL:
+                                  * at once); waiting_on is what others see */
+    uint32_t help_region;        /* a parking fiber helps within this region */
+    bool cold;                   /* spare, its stack's pages given back */
+    int index;                   /* 0: the base; 1..SF__FIBERS: parking fibers */
+    /* A new fiber's first job (park.h, struct sf__park_job), in the parking
+     * frame, which stays until the fiber has copied it. */
+    const void *job;
 };
 
 /* Everything per thread. Owner-only fields are written by that thread alone. */
@@ -63,6 +99,14 @@ struct sf__thread {
                                 * failed here (owner; task.c, parfor.c) */
     struct sf__fiber *fiber;   /* the fiber running now (owner) */
     struct sf__fiber base;     /* the thread's own stack, as a fiber */
+    struct sf__fiber *parked;  /* its parked fibers, newest first (owner; park.c) */
+    struct sf__fiber *spare;   /* parking fibers with a stack and no job (owner) */
+    int nspare;
+    int nfibers;               /* parking fibers made so far (owner) */
+    /* Its SF__FIBERS parking fibers (park.h), allocated at its first park
+     * and kept until it is freed: written once by the owner (release),
+     * read by deadlock checks on other threads (park.c, sf__park_is_fiber). */
+    _Atomic(struct sf__fiber *) fibers;
     uint32_t region;           /* isolation region of the task running here, 0 none
                                 * (owner; get.c, Isolation) */
     uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
@@ -84,7 +128,7 @@ struct sf__thread {
      * outermost task executions (run.h, sf__run_outermost). */
     _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
         c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
-        c_idle_sleeps, c_busy_ns;
+        c_idle_sleeps, c_busy_ns, c_parks, c_resumes;
     /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
     char *tbuf;
     size_t tlen;
@@ -93,6 +137,7 @@ struct sf__thread {
      * metadata was written. */
     int tdepth;
     bool tnamed;
+    uint64_t tfibers_named; /* bit k-1: fiber k's track is named (park.c) */
 };
 
 /*

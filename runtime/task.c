@@ -213,7 +213,16 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
             sf__trace_event(me, SF__EV_GET, s, 0);
         return done(me, f, s);
     case SF__MOVED: return get_moved(me, f, s, traced);
-    case SF__RUNNING: errno = EDEADLK; return NULL; /* only ever here: ours, enclosing us */
+    case SF__RUNNING:
+        /* Ours: a fiber of this thread that helped took it and runs it
+         * (wait for it), or it encloses this get (EDEADLK). */
+        if (!sf__park_runs_here(me, f)) {
+            errno = EDEADLK;
+            return NULL;
+        }
+        sf__park_wait_local(me, f);
+        /* Relaxed: completed on this thread. */
+        return done(me, f, atomic_load_explicit(&f->state, memory_order_relaxed));
     case SF__PENDING: break;
     default: errno = EINVAL; return NULL;
     }

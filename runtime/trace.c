@@ -222,10 +222,26 @@ static unsigned long long flow_id(uint64_t s)
 static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64_t a,
                         uint64_t b, uint64_t ns)
 {
-    int n = 0, pid = chrome_pid, tid = t->id;
+    /* A thread's own stack is its id's track; each fiber its waits parked
+     * work on (park.c) is a track of its own, the fiber's number above the
+     * id's 17 bits: a fiber's slices nest, a thread's need not. */
+    int fiber = t->fiber->index;
+    int n = 0, pid = chrome_pid, tid = fiber == 0 ? t->id : fiber << 17 | t->id;
     unsigned long long us = ns / 1000, frac = ns % 1000;
 #define OUT(...) (n += snprintf(p + n, (size_t)(LINE_MAX_BYTES - n), __VA_ARGS__))
-    if (!t->tnamed) {
+    if (fiber != 0 && !(t->tfibers_named & (UINT64_C(1) << (fiber - 1)))) {
+        t->tfibers_named |= UINT64_C(1) << (fiber - 1);
+        if (t->id == 0)
+            OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                "\"args\":{\"name\":\"main fiber %d\"}}\n", pid, tid, fiber);
+        else
+            OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                "\"args\":{\"name\":\"%s %d fiber %d\"}}\n",
+                pid, tid, t->is_worker ? "worker" : "thread", t->id, fiber);
+        OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
+            "\"args\":{\"sort_index\":%d}}\n", pid, tid, t->id * 100 + fiber);
+    }
+    if (fiber == 0 && !t->tnamed) {
         t->tnamed = true;
         if (tid == 0)
             OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"thread_name\","
@@ -235,7 +251,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
                 "\"args\":{\"name\":\"%s %d\"}}\n",
                 pid, tid, t->is_worker ? "worker" : "thread", tid);
         OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
-            "\"args\":{\"sort_index\":%d}}\n", pid, tid, tid);
+            "\"args\":{\"sort_index\":%d}}\n", pid, tid, tid * 100);
     }
     switch (ev) {
     case SF__EV_INIT:
@@ -251,7 +267,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
          * slice, so that viewers that sort by time see it first; it binds
          * to the slice running there then, if any. A batch task was in no
          * thread's queue (SF__NO_THREAD_ID): no arrow. */
-        bool flow = from != tid && from != SF__NO_THREAD_ID;
+        bool flow = from != t->id && from != SF__NO_THREAD_ID;
         if (flow) {
             uint64_t s_ns = ns > 0 ? ns - 1 : 0;
             OUT(",{\"ph\":\"s\",\"id\":%llu,\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
@@ -281,6 +297,16 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"asleep\","
             "\"cat\":\"sleep\",\"args\":{\"task\":\"%d.%llu\"}}\n",
             pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
+    case SF__EV_PARK:
+        OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"park\",\"cat\":\"park\",\"args\":{\"task\":\"%d.%llu\"}}\n",
+            pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
+    case SF__EV_FIBER:
+        OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"resume\",\"cat\":\"park\",\"args\":{\"fiber\":%llu}}\n",
+            pid, tid, us, frac, (unsigned long long)a);
         break;
     case SF__EV_IDLE:
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"

@@ -44,7 +44,9 @@
       "line")                                                                              \
     X(TAKE, "Take", "task thread",                                                         \
       "an idle pool worker took a submitted task from a thread's queue")                  \
-    X(STEAL, "Steal", "task thread", "a blocked get took a pending task to run while it waits") \
+    X(STEAL, "Steal", "task thread",                                                       \
+      "a blocked get took a pending task to run while it waits (on a fiber it parked on, "  \
+      "which goes on helping)")                                                           \
     X(FSTART, "FStart", "task how", "a task starts running on this thread")               \
     X(FDONE, "FDone", "task", "the task finished on this thread")                         \
     X(NON_PENDING, "Non Pending", "task", "a get waiting on task found nothing to run")   \
@@ -54,6 +56,12 @@
     X(DISCARD, "Discard", "task",                                                          \
       "the future was released before the task started: it never runs")                   \
     X(IDLE, "Idle", "", "a pool worker found no submitted task and sleeps")               \
+    X(PARK, "Park", "task",                                                                \
+      "a get waiting on task parks the fiber it runs on (its stack stays where it is); "   \
+      "another fiber of this thread runs next")                                           \
+    X(FIBER, "Fiber", "count",                                                             \
+      "this thread runs its fiber N from the next line on (0: its own stack; 1 and up: "   \
+      "fibers its waits parked work on)")                                                 \
     X(SHUTDOWN, "Shutdown", "drained=count", "`sf_shutdown` ran N still-pending tasks, then stopped")
 
 /*
@@ -63,7 +71,7 @@
 #define SF_TRACE_HOWS(X)                                                                   \
     X(INLINE, "inline", "run by a get of its own future")                                 \
     X(POOL, "pool", "taken by an idle pool worker")                                       \
-    X(STEAL, "steal", "run by a blocked get, helping")                                    \
+    X(STEAL, "steal", "run by a blocked get, helping, on a fiber it parked on")           \
     X(DRAIN, "drain", "run by `sf_shutdown`")                                             \
     X(WAIT, "wait", "run by `sf_batch_wait`, helping its batch")
 

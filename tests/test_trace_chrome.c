@@ -313,8 +313,25 @@ static double jnum(const struct jv *o, const char *key, size_t ev)
 
 /* ---- the checks ---- */
 
-#define MAX_TID 64
+#define MAX_TID 256 /* tracks: a thread's own stack, and each fiber of it */
 #define MAX_FLOWS 200000
+
+/* A fiber's track (runtime/park.c): tid = fiber << 17 | thread id. */
+#define TID_THREAD(tid) ((tid) & 0x1ffff)
+#define TID_FIBER(tid) ((tid) >> 17)
+
+/* The tracks seen so far, in order: a tid's index below MAX_TID. */
+static int track_tid[MAX_TID], ntracks;
+
+static int track_of(int tid)
+{
+    for (int k = 0; k < ntracks; k++)
+        if (track_tid[k] == tid)
+            return k;
+    ck_assert_int_lt(ntracks, MAX_TID);
+    track_tid[ntracks] = tid;
+    return ntracks++;
+}
 
 struct tally {
     uint64_t kind[6]; /* slices by kind, in the order of kinds[] */
@@ -362,6 +379,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
     struct flow *fl = calloc(MAX_FLOWS, sizeof *fl);
     ck_assert_ptr_nonnull(fl);
     size_t nfl = 0;
+    ntracks = 0;
     pid_t pid = 0;
     for (size_t e = 0; e < root->n; e++) {
         const struct jv *ev = &root->items[e];
@@ -372,22 +390,24 @@ static struct tally check_trace(const struct jv *root, bool closed)
         if (e == 0)
             pid = (pid_t)dpid;
         ck_assert_msg(dpid == pid, "event %zu: pid %g, not the first event's %d", e, dpid, pid);
-        ck_assert_msg(dtid >= 0 && dtid < MAX_TID && dtid == floor(dtid), "event %zu: tid %g",
-                      e, dtid);
-        int tid = (int)dtid;
+        ck_assert_msg(dtid >= 0 && dtid <= (64 << 17 | 0x1ffff) && dtid == floor(dtid),
+                      "event %zu: tid %g", e, dtid);
+        int rtid = (int)dtid, thread = TID_THREAD(rtid), fiber = TID_FIBER(rtid);
+        ck_assert_msg(fiber <= 64, "event %zu: tid %d names fiber %d", e, rtid, fiber);
+        int tid = track_of(rtid);
         if (*ph == 'M') {
             const char *name = jstr(ev, "name");
             ck_assert_ptr_nonnull(name);
             if (strcmp(name, "thread_name") == 0) {
                 const char *tn = jstr(jget(ev, "args"), "name");
                 ck_assert_msg(tn != NULL, "thread_name without args.name");
-                char want[32];
-                if (tid == 0)
-                    snprintf(want, sizeof want, "main");
-                else if (strncmp(tn, "worker ", 7) == 0)
-                    snprintf(want, sizeof want, "worker %d", tid);
-                else
-                    snprintf(want, sizeof want, "thread %d", tid);
+                char want[48];
+                int k = thread == 0 ? snprintf(want, sizeof want, "main")
+                        : strncmp(tn, "worker ", 7) == 0
+                            ? snprintf(want, sizeof want, "worker %d", thread)
+                            : snprintf(want, sizeof want, "thread %d", thread);
+                if (fiber != 0)
+                    snprintf(want + k, sizeof want - (size_t)k, " fiber %d", fiber);
                 ck_assert_str_eq(tn, want);
                 ck_assert_msg(!named[tid], "thread %d named twice", tid);
                 named[tid] = true;
@@ -404,10 +424,10 @@ static struct tally check_trace(const struct jv *root, bool closed)
             struct flow *f = flow_of(fl, &nfl, jnum(ev, "id", e));
             if (*ph == 's') {
                 f->s_n++;
-                f->s_tid = tid;
+                f->s_tid = thread;
             } else {
                 f->f_n++;
-                f->f_tid = tid;
+                f->f_tid = thread;
                 const char *bp = jstr(ev, "bp");
                 ck_assert_msg(bp != NULL && strcmp(bp, "e") == 0, "event %zu: f without bp e", e);
                 /* Right inside the slice of its task, begun at its time. */
@@ -420,7 +440,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
                 ck_assert_int_eq(sscanf(jstr(jget(b, "args"), "task"), "%u.%llu", &qt, &seq), 2);
                 ck_assert_msg(f->id == (double)(((unsigned long long)qt << 36) | seq),
                               "event %zu: flow id is not its task's", e);
-                ck_assert_int_ne((int)qt, tid);
+                ck_assert_int_ne((int)qt, thread);
             }
             continue;
         }
@@ -446,7 +466,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
                 const char *tn = jstr(args, "task");
                 ck_assert_msg(tn != NULL && sscanf(tn, "%u.%llu", &qt, &seq) == 2,
                               "event %zu: args.task", e);
-                if ((int)qt != tid && qt != NO_THREAD)
+                if ((int)qt != thread && qt != NO_THREAD)
                     t.foreign_runs++;
                 t.kind[k]++;
                 t.tasks++;

@@ -154,6 +154,9 @@ struct vec {
     size_t n, cap;
 };
 
+/* Fibers a thread's waits may park work on (runtime/park.h, SF__FIBERS). */
+#define MAX_FIBERS 64
+
 enum state { ST_UNSEEN, ST_AWAKE, ST_ASLEEP, ST_RUNNING, ST_COUNT };
 static const char state_chars[ST_COUNT] = {' ', '-', 'z', '#'};
 
@@ -169,6 +172,10 @@ struct thr {
     uint32_t sleep_r; /* the Sleep record while asleep, else NONE */
     int idling;
     uint32_t expect_r; /* a Take or Steal whose FStart has not come yet */
+    /* Fibers (Park, Fiber): runs and gets above are the running fiber's;
+     * the others' wait here while it runs. */
+    int fib;
+    struct vec fib_runs[MAX_FIBERS + 1], fib_gets[MAX_FIBERS + 1];
     uint64_t next_seq, unsubmitted;
     enum state st;
     int64_t st_from;
@@ -870,8 +877,9 @@ static void on_STEAL(const struct rec *r)
     struct thr *t = thr_of(r);
     take_or_steal(r);
     t->steals++;
-    if (t->gets.n == 0)
-        problem(r->line, "Steal outside a get (only a blocked get steals)");
+    if (t->gets.n == 0 && t->fib == 0)
+        problem(r->line, "Steal outside a get (only a blocked get, or a fiber it parked work "
+                "on, steals)");
 }
 
 static void on_FSTART(const struct rec *r)
@@ -952,6 +960,29 @@ static int in_innermost_get(const struct rec *r)
 static void on_NON_PENDING(const struct rec *r)
 {
     in_innermost_get(r);
+}
+
+static void on_PARK(const struct rec *r)
+{
+    in_innermost_get(r);
+}
+
+/* The thread runs another of its fibers: the stacks of tasks and gets are
+ * that fiber's from here on. */
+static void on_FIBER(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint64_t n = arg_of(r, K_COUNT);
+    if (n > MAX_FIBERS) {
+        problem(r->line, "Fiber %" PRIu64 ": a thread has fibers 0 to %d", n, MAX_FIBERS);
+        return;
+    }
+    struct vec runs = t->runs, gets = t->gets;
+    t->fib_runs[t->fib] = runs;
+    t->fib_gets[t->fib] = gets;
+    t->fib = (int)n;
+    t->runs = t->fib_runs[n];
+    t->gets = t->fib_gets[n];
 }
 
 static void on_SLEEP(const struct rec *r)
@@ -1127,15 +1158,18 @@ static void after_walk(void)
         char nm[48];
         if (!t->seen)
             continue;
-        if (t->runs.n) {
+        if (t->runs.n)
             t->busy += t_end - t->busy_from;
-            for (size_t j = 0; j < t->runs.n; j++)
-                problem(recs[t->runs.v[j]].line, "FStart %s has no FDone",
-                        rec_task(&recs[t->runs.v[j]], nm, sizeof nm));
+        t->fib_runs[t->fib] = t->runs;
+        t->fib_gets[t->fib] = t->gets;
+        for (int k = 0; k <= MAX_FIBERS; k++) {
+            for (size_t j = 0; j < t->fib_runs[k].n; j++)
+                problem(recs[t->fib_runs[k].v[j]].line, "FStart %s has no FDone",
+                        rec_task(&recs[t->fib_runs[k].v[j]], nm, sizeof nm));
+            for (size_t j = 0; j < t->fib_gets[k].n; j++)
+                problem(recs[t->fib_gets[k].v[j]].line, "GStart %s has no GDone",
+                        rec_task(&recs[t->fib_gets[k].v[j]], nm, sizeof nm));
         }
-        for (size_t j = 0; j < t->gets.n; j++)
-            problem(recs[t->gets.v[j]].line, "GStart %s has no GDone",
-                    rec_task(&recs[t->gets.v[j]], nm, sizeof nm));
         if (t->sleep_r != NONE)
             t->asleep += t_end - t->sleep_from;
         if (t->idling)
