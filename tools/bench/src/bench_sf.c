@@ -11,8 +11,8 @@
  */
 #include "common.h"
 
+#include <pthread.h>
 #include <stdbool.h>
-
 #include <stdint.h>
 
 #include "sf.h"
@@ -401,6 +401,196 @@ static void *knapsack(void *arg)
     return (void *)(uintptr_t)t;
 }
 
+/* ---- pipe: futures handed down a pipeline of the program's own threads ---- */
+/*
+ * Stage 0, a thread of the program, makes sf_do(pipe_work, i) for every item
+ * and puts the futures in a bounded ring; stage k (0 < k < stages - 1),
+ * another thread, takes ring k - 1's futures in order and puts
+ * sf_do(pipe_pass, f) in ring k: a task that gets the handed future with a
+ * plain get (sf_wait: sf_get with the failure as the return value), releases
+ * it and transforms the value; the main thread, the last stage, gets ring
+ * stages - 2's futures in order and checks every value (common.h,
+ * bench_pipe_expect). tests/test_memory's pipeline, with work in every task.
+ *
+ * Who runs what: the stage threads never get, so nothing they queue is ever
+ * submitted, and idle pool workers take only submitted tasks (laziness). The
+ * main thread's get claims the last stage's task, whose get claims the one
+ * before, and so on: today every task runs inline on the main thread, one
+ * item after the other (sf_stats: all inline), and no get blocks.
+ *
+ * Where tasks do run on several threads, a plain get in a pass task may close
+ * a cycle of gets (sf.h, Help-first waiting): a blocked getter helps by
+ * starting another pass task, which may wait for a task running beneath a
+ * frame that waits for the first. The get that closes it fails with EDEADLK.
+ * The benchmark counts such gets (pipe_failed_gets in the RESULT line) and
+ * goes on: the pass task fails with PIPE_LOST, every later stage passes that
+ * on, and the main thread counts the items it lost (pipe_lost); every other
+ * item is checked exactly. Any other failure is an error (exit 3).
+ */
+#define PIPE_RING 1024
+#define PIPE_LOST 1000 /* a pass task's failure code: an earlier stage's get failed */
+
+/*
+ * A bounded ring between two threads: one puts, one takes. Either may have to
+ * wait (the putter for room, the taker for an item), and they do so asleep on
+ * a condition variable, not spinning: the stages are extra threads on the
+ * benchmark's cores. A putter that found the ring full waits until it is half
+ * empty, so a stage that runs ahead wakes once per half ring, not per item.
+ */
+struct pipe_ring {
+    sf_future *slot[PIPE_RING];
+    _Alignas(64) atomic_long head; /* next slot to take */
+    _Alignas(64) atomic_long tail; /* next slot to put */
+    _Alignas(64) atomic_int putter_waits, taker_waits;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static struct pipe_ring pipe_rings[BENCH_PIPE_MAX_STAGES - 1]; /* ring k: stage k -> k + 1 */
+static atomic_ulong pipe_failed_gets;
+
+/*
+ * Waits on r until ready(r) holds. The flag is the Dekker pair with the other
+ * side's index store (both seq_cst): the waiter sets it and then reads the
+ * index; the other side stores the index and then reads the flag, so either
+ * the waiter sees the new index or the other side sees the flag and signals,
+ * under the mutex, after the waiter is in pthread_cond_wait.
+ */
+static void pipe_wait(struct pipe_ring *r, atomic_int *flag, bool (*ready)(struct pipe_ring *))
+{
+    pthread_mutex_lock(&r->mu);
+    atomic_store(flag, 1);
+    while (!ready(r))
+        pthread_cond_wait(&r->cv, &r->mu);
+    atomic_store(flag, 0);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void pipe_signal(struct pipe_ring *r)
+{
+    pthread_mutex_lock(&r->mu);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static bool pipe_half_empty(struct pipe_ring *r)
+{
+    return atomic_load(&r->tail) - atomic_load(&r->head) <= PIPE_RING / 2;
+}
+
+static bool pipe_not_empty(struct pipe_ring *r)
+{
+    return atomic_load(&r->tail) != atomic_load(&r->head);
+}
+
+static void pipe_put(struct pipe_ring *r, sf_future *f)
+{
+    long t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (t - atomic_load_explicit(&r->head, memory_order_acquire) >= PIPE_RING)
+        pipe_wait(r, &r->putter_waits, pipe_half_empty);
+    r->slot[t % PIPE_RING] = f;
+    atomic_store(&r->tail, t + 1);
+    if (atomic_load(&r->taker_waits))
+        pipe_signal(r);
+}
+
+static sf_future *pipe_take(struct pipe_ring *r)
+{
+    long h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (atomic_load_explicit(&r->tail, memory_order_acquire) == h)
+        pipe_wait(r, &r->taker_waits, pipe_not_empty);
+    sf_future *f = r->slot[h % PIPE_RING];
+    atomic_store(&r->head, h + 1);
+    if (atomic_load(&r->putter_waits) && pipe_half_empty(r))
+        pipe_signal(r);
+    return f;
+}
+
+static void *pipe_work(void *arg)
+{
+    uint64_t v = bench_pipe_first((long)(intptr_t)arg);
+    bench_spin(v, P.iters);
+    return (void *)(uintptr_t)v;
+}
+
+/* Gets a handed future: 0 and its value, or the failure's code (counted if
+ * it was this get's own EDEADLK). */
+static int pipe_get(sf_future *f, uint64_t *v)
+{
+    void *r = NULL;
+    int rc = sf_wait(f, &r);
+    sf_release(f);
+    if (rc == EDEADLK)
+        atomic_fetch_add_explicit(&pipe_failed_gets, 1, memory_order_relaxed);
+    else if (rc != 0 && rc != PIPE_LOST) {
+        fprintf(stderr, "libsf: pipe: a get failed: %s\n", strerror(rc));
+        exit(3);
+    }
+    *v = (uint64_t)(uintptr_t)r;
+    return rc;
+}
+
+static void *pipe_pass(void *arg)
+{
+    uint64_t v;
+    if (pipe_get(arg, &v) != 0) {
+        sf_fail(PIPE_LOST, NULL);
+        return NULL;
+    }
+    bench_spin(v, P.iters);
+    return (void *)(uintptr_t)bench_pipe_next(v);
+}
+
+static void *pipe_stage(void *arg)
+{
+    long k = (long)(intptr_t)arg;
+    for (long i = 0; i < P.items; i++) {
+        sf_future *f = k == 0 ? do_or_die(pipe_work, (void *)(intptr_t)i)
+                              : do_or_die(pipe_pass, pipe_take(&pipe_rings[k - 1]));
+        pipe_put(&pipe_rings[k], f);
+    }
+    return NULL;
+}
+
+/* Returns the items accounted for: checked exact, or lost to a counted
+ * failed get (no more lost items than failed gets). */
+static uint64_t run_pipe(unsigned long *lost_out)
+{
+    long n = P.stages - 1; /* stage threads */
+    pthread_t tid[BENCH_PIPE_MAX_STAGES];
+    for (long k = 0; k < n; k++) {
+        struct pipe_ring *r = &pipe_rings[k];
+        atomic_init(&r->head, 0);
+        atomic_init(&r->tail, 0);
+        atomic_init(&r->putter_waits, 0);
+        atomic_init(&r->taker_waits, 0);
+        if (pthread_mutex_init(&r->mu, NULL) != 0 || pthread_cond_init(&r->cv, NULL) != 0)
+            exit(3);
+    }
+    for (long k = 0; k < n; k++)
+        if (pthread_create(&tid[k], NULL, pipe_stage, (void *)(intptr_t)k) != 0) {
+            fprintf(stderr, "libsf: pipe: pthread_create failed\n");
+            exit(3);
+        }
+    uint64_t good = 0;
+    unsigned long lost = 0;
+    for (long i = 0; i < P.items; i++) {
+        uint64_t v;
+        if (pipe_get(pipe_take(&pipe_rings[n - 1]), &v) != 0)
+            lost++;
+        else if (v == bench_pipe_expect(i, P.stages))
+            good++;
+        else if (good + lost == (uint64_t)i) /* the first wrong one */
+            fprintf(stderr, "libsf: pipe: item %ld is %llu, expected %llu\n", i,
+                    (unsigned long long)v, (unsigned long long)bench_pipe_expect(i, P.stages));
+    }
+    for (long k = 0; k < n; k++)
+        pthread_join(tid[k], NULL);
+    unsigned long failed = atomic_load(&pipe_failed_gets);
+    *lost_out = lost;
+    return good + (lost <= failed ? lost : failed);
+}
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
@@ -430,6 +620,8 @@ int main(int argc, char **argv)
     double t0, t1;
     uint64_t got, want, tasks;
     bool loop = false;
+    bool pipe = false;
+    unsigned long pipe_lost = 0;
     if (strcmp(w, "fib") == 0) {
         t0 = bench_now();
         got = (uint64_t)(intptr_t)fib((void *)(intptr_t)P.n);
@@ -515,12 +707,19 @@ int main(int argc, char **argv)
         t1 = bench_now();
         got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);
         want = (uint64_t)ks_expect(ks_items, P.items, cap);
+    } else if (strcmp(w, "pipe") == 0) {
+        t0 = bench_now();
+        got = run_pipe(&pipe_lost);
+        t1 = bench_now();
+        want = (uint64_t)P.items;
+        tasks = (uint64_t)P.items * (uint64_t)(P.stages - 1);
+        pipe = true;
     } else {
         bench_usage(argv[0]);
         return 64;
     }
     sf_stats_read(&s1);
-    char extra[512];
+    char extra[640];
     unsigned long long created = s1.created - s0.created;
     snprintf(extra, sizeof extra,
              "sf_created=%llu\tsf_inline=%llu\tsf_pool=%llu\tsf_stolen=%llu\t"
@@ -532,6 +731,10 @@ int main(int argc, char **argv)
              (unsigned long long)(s1.discarded - s0.discarded),
              (unsigned long long)(s1.gets_blocked - s0.gets_blocked),
              (unsigned long long)(s1.sleeps - s0.sleeps), s1.peak_busy, s1.workers);
+    if (pipe) /* failed gets: counted, not a wrong result (see pipe above) */
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                 "\tpipe_failed_gets=%lu\tpipe_lost=%lu", atomic_load(&pipe_failed_gets),
+                 pipe_lost);
     int rc = bench_report(RUNTIME_NAME, &P, t1 - t0, tasks, got, want, extra);
     /* A loop makes its participants, not one task per item. */
     if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != tasks)) {
