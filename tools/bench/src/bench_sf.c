@@ -12,6 +12,7 @@
 #include "common.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -591,6 +592,216 @@ static uint64_t run_pipe(unsigned long *lost_out)
     return good + (lost <= failed ? lost : failed);
 }
 
+/* ---- latency: a short task's get, behind a long task it helps with ------ */
+/*
+ * Help-first waiting's latency inversion (sf.h, sf_get_isolated): a get whose
+ * task runs on another thread runs the getter's pending work meanwhile and
+ * returns only after the task it started there ends. Each round, the main
+ * thread makes S (short iterations) and has the pool's one worker start it
+ * (threads=2), makes L (long_factor x short), which stays pending in its own
+ * queue, and gets S while S runs: the get helps by running L. Timed: from
+ * S's end (its last act reads the clock) to the get's return. Two variants,
+ * `rounds` rounds each:
+ *   busy:    L computes;
+ *   blocked: L gets a future B that another thread of the program (H) runs,
+ *            and B ends L's length after S has ended (it waits for S's end,
+ *            then computes as long as L).
+ * With the get running L on top of its frame, both return about L's length
+ * after S ended. A get that parks its frame while L blocks (and runs L on
+ * another stack) returns early in the blocked variant; the busy one stays
+ * bounded by L, which the getter is running. A round where L had not started
+ * when S ended measured nothing (the get found S done): it is counted as
+ * raced and left out.
+ */
+static struct {
+    atomic_int s_started, go, b_started;
+    atomic_llong s_end, l_start, l_end; /* CLOCK_MONOTONIC ns; 0: not yet */
+    _Atomic(sf_future *) b;      /* the blocked variant's B, made by H */
+    atomic_long h_round;         /* main -> H: run round r's B (r + 1) */
+    atomic_long h_done;          /* H -> main: round r's B got (r + 1) */
+} lat;
+static atomic_long lat_wrong; /* wrong values, counted by main and H */
+
+static long long lat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void lat_nap(void)
+{
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+/* Spins until *flag is nonzero; a round's handshakes take microseconds
+ * (a sleeping worker's wake-up included), so 10 s means the schedule went
+ * wrong: give up rather than hang. */
+static void lat_await(atomic_int *flag, const char *what)
+{
+    double limit = bench_now() + 10;
+    while (!atomic_load(flag)) {
+        sched_yield(); /* the thread it waits for may need this core */
+        if (bench_now() > limit) {
+            fprintf(stderr, "libsf: latency: %s did not happen within 10 s\n", what);
+            exit(3);
+        }
+    }
+}
+
+static void *lat_nop(void *arg) { return arg; }
+
+static void *lat_short(void *arg)
+{
+    atomic_store(&lat.s_started, 1);
+    /* Held until the main thread is about to get S, so that its get finds
+     * S running and L pending. */
+    while (!atomic_load(&lat.go))
+        ;
+    bench_spin(1, P.short_iters);
+    atomic_store(&lat.s_end, lat_now());
+    return arg;
+}
+
+static void *lat_long_busy(void *arg)
+{
+    atomic_store(&lat.l_start, lat_now());
+    bench_spin(2, P.short_iters * P.long_factor);
+    atomic_store(&lat.l_end, lat_now());
+    return arg;
+}
+
+/* B, run by H: ends L's length after S. */
+static void *lat_b(void *arg)
+{
+    atomic_store(&lat.b_started, 1);
+    while (atomic_load(&lat.s_end) == 0)
+        lat_nap();
+    bench_spin(3, P.short_iters * P.long_factor);
+    return arg;
+}
+
+static void *lat_long_blocked(void *arg)
+{
+    atomic_store(&lat.l_start, lat_now());
+    void *r = NULL;
+    int rc = sf_wait(atomic_load(&lat.b), &r); /* B runs on H: this get blocks */
+    if (rc != 0) {
+        fprintf(stderr, "libsf: latency: L's get of B failed: %s\n", strerror(rc));
+        exit(3);
+    }
+    return r == arg ? arg : NULL;
+}
+
+/* H: each round of the blocked variant, makes B and runs it by getting it. */
+static void *lat_h(void *arg)
+{
+    (void)arg;
+    for (long r = 0; r < P.rounds; r++) {
+        while (atomic_load(&lat.h_round) != r + 1)
+            lat_nap();
+        sf_future *b = do_or_die(lat_b, (void *)(intptr_t)(r + 1));
+        atomic_store(&lat.b, b);
+        if (sf_get(b) != (void *)(intptr_t)(r + 1))
+            lat_wrong++;
+        atomic_store(&lat.h_done, r + 1);
+    }
+    return NULL;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of n values in us, or -1 if none. */
+static double lat_median_us(long long *v, long n)
+{
+    if (n == 0)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_ll);
+    return (double)v[n / 2] / 1e3;
+}
+
+/* One variant: `rounds` rounds; puts the median latency (us), the rounds
+ * that raced and, for busy, L's median length (us). */
+static void lat_variant(bool blocked, double *median_us, long *raced, double *long_us)
+{
+    long long *ns = malloc((size_t)P.rounds * sizeof *ns);
+    long long *len = malloc((size_t)P.rounds * sizeof *len);
+    if (!ns || !len)
+        exit(3);
+    long n = 0, nlen = 0;
+    *raced = 0;
+    for (long r = 0; r < P.rounds; r++) {
+        atomic_store(&lat.s_started, 0);
+        atomic_store(&lat.go, 0);
+        atomic_store(&lat.b_started, 0);
+        atomic_store(&lat.s_end, 0);
+        atomic_store(&lat.l_start, 0);
+        /* S, then a get of a task made after it: the get submits S, the idle
+         * worker takes it (oldest first) and this thread runs the other. */
+        sf_future *s = do_or_die(lat_short, (void *)(intptr_t)(r + 1));
+        get_release(do_or_die(lat_nop, NULL));
+        lat_await(&lat.s_started, "a pool worker starting S");
+        if (blocked) {
+            /* B runs on H before L exists; the worker is busy with S, so
+             * H's get keeps B to itself. */
+            atomic_store(&lat.h_round, r + 1);
+            lat_await(&lat.b_started, "H starting B");
+        }
+        sf_future *l = do_or_die(blocked ? lat_long_blocked : lat_long_busy,
+                                 (void *)(intptr_t)(r + 1));
+        atomic_store(&lat.go, 1);
+        void *v = sf_get(s); /* helps: runs L */
+        long long ret = lat_now();
+        if (v != (void *)(intptr_t)(r + 1))
+            lat_wrong++;
+        if (get_release(l) != (uint64_t)(r + 1))
+            lat_wrong++;
+        long long s_end = atomic_load(&lat.s_end), l_start = atomic_load(&lat.l_start);
+        sf_release(s);
+        if (blocked) {
+            while (atomic_load(&lat.h_done) != r + 1)
+                lat_nap();
+            sf_release(atomic_load(&lat.b));
+        } else {
+            len[nlen++] = atomic_load(&lat.l_end) - l_start;
+        }
+        if (l_start < s_end)
+            ns[n++] = ret - s_end;
+        else
+            ++*raced;
+    }
+    *median_us = lat_median_us(ns, n);
+    if (long_us)
+        *long_us = lat_median_us(len, nlen);
+    free(ns);
+    free(len);
+}
+
+struct lat_result {
+    double busy_us, blocked_us, long_us;
+    long busy_raced, blocked_raced;
+};
+
+/* Returns 2 x rounds less the wrong values its gets saw (S's, L's, B's). */
+static uint64_t run_latency(struct lat_result *res)
+{
+    lat_variant(false, &res->busy_us, &res->busy_raced, &res->long_us);
+    pthread_t h;
+    if (pthread_create(&h, NULL, lat_h, NULL) != 0) {
+        fprintf(stderr, "libsf: latency: pthread_create failed\n");
+        exit(3);
+    }
+    lat_variant(true, &res->blocked_us, &res->blocked_raced, NULL);
+    pthread_join(h, NULL);
+    long wrong = atomic_load(&lat_wrong);
+    return (uint64_t)(2 * P.rounds - (wrong < 2 * P.rounds ? wrong : 2 * P.rounds));
+}
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
@@ -620,7 +831,8 @@ int main(int argc, char **argv)
     double t0, t1;
     uint64_t got, want, tasks;
     bool loop = false;
-    bool pipe = false;
+    bool pipe = false, latency = false;
+    struct lat_result lat_res;
     unsigned long pipe_lost = 0;
     if (strcmp(w, "fib") == 0) {
         t0 = bench_now();
@@ -714,6 +926,13 @@ int main(int argc, char **argv)
         want = (uint64_t)P.items;
         tasks = (uint64_t)P.items * (uint64_t)(P.stages - 1);
         pipe = true;
+    } else if (strcmp(w, "latency") == 0) {
+        t0 = bench_now();
+        got = run_latency(&lat_res);
+        t1 = bench_now();
+        want = (uint64_t)(2 * P.rounds);
+        tasks = (uint64_t)P.rounds * 7; /* S, the submitting task, L; and B */
+        latency = true;
     } else {
         bench_usage(argv[0]);
         return 64;
@@ -735,6 +954,12 @@ int main(int argc, char **argv)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                  "\tpipe_failed_gets=%lu\tpipe_lost=%lu", atomic_load(&pipe_failed_gets),
                  pipe_lost);
+    if (latency) /* libsf only: no time compared across runtimes */
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                 "\tlat_busy_us=%.1f\tlat_blocked_us=%.1f\tlat_long_us=%.1f\tlat_busy_raced=%ld"
+                 "\tlat_blocked_raced=%ld",
+                 lat_res.busy_us, lat_res.blocked_us, lat_res.long_us, lat_res.busy_raced,
+                 lat_res.blocked_raced);
     int rc = bench_report(RUNTIME_NAME, &P, t1 - t0, tasks, got, want, extra);
     /* A loop makes its participants, not one task per item. */
     if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != tasks)) {

@@ -54,6 +54,12 @@
  *                                    them (iters each), the main thread (the
  *                                    last stage) gets them in order (bench_sf,
  *                                    bench_seq only)
+ *   latency  rounds=50 short=50000 long_factor=400  (threads=2)
+ *                                    a get of a short task (short iterations)
+ *                                    run by a pool worker while the getter
+ *                                    helps with a long one (long_factor x
+ *                                    short), the long one computing or blocked
+ *                                    in a get (bench_sf only)
  *   calib                            (bench_seq only) prints ns per spin iteration
  */
 #ifndef BENCH_COMMON_H
@@ -93,6 +99,7 @@ struct bench_params {
     long work;        /* uts-t1, uts-t3: spin iterations per node */
     long size;        /* cilksort: elements; matmul: matrix side */
     long stages;      /* pipe: threads of the pipeline, the main thread included */
+    long rounds;      /* latency: rounds of each variant */
 };
 
 /*
@@ -152,9 +159,9 @@ static BENCH_UNUSED void bench_usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree|uts-t1|uts-t3|cilksort|matmul|"
-            "knapsack|pipe threads=N [key=value...]\n"
+            "knapsack|pipe|latency threads=N [key=value...]\n"
             "keys: n outer inner iters items short long_factor depth fanout shape part seed b0 "
-            "q_ppm work size stages\n",
+            "q_ppm work size stages rounds\n",
             prog);
     exit(64);
 }
@@ -168,8 +175,8 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     p->inner = 100;
     p->iters = -1;
     p->items = -1;
-    p->short_iters = 700000;
-    p->long_factor = 5;
+    p->short_iters = -1;
+    p->long_factor = -1;
     p->depth = -1;
     p->fanout = 8;
     p->seed = -1;
@@ -178,6 +185,7 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     p->work = 0;
     p->size = -1;
     p->stages = 4;
+    p->rounds = 50;
     if (argc < 2)
         bench_usage(argv[0]);
     p->workload = argv[1];
@@ -219,6 +227,7 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         BENCH_KEY("work", work)
         BENCH_KEY("size", size)
         BENCH_KEY("stages", stages)
+        BENCH_KEY("rounds", rounds)
 #undef BENCH_KEY
         bench_usage(argv[0]);
     }
@@ -231,6 +240,10 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         p->items = strcmp(w, "knapsack") == 0 ? 33 : strcmp(w, "pipe") == 0 ? 200000 : 200;
     if (p->iters < 0)
         p->iters = strcmp(w, "pipe") == 0 ? 1000 : 200;
+    if (p->short_iters < 0)
+        p->short_iters = strcmp(w, "latency") == 0 ? 50000 : 700000;
+    if (p->long_factor < 0)
+        p->long_factor = strcmp(w, "latency") == 0 ? 400 : 5;
     if (p->seed < 0)
         p->seed = strcmp(w, "uts-t1") == 0 ? 199 : strcmp(w, "uts-t3") == 0 ? 16 : 1;
     if (p->size < 0)
@@ -260,6 +273,9 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     if (strcmp(p->workload, "chain") == 0 && p->depth < 1)
         bench_usage(argv[0]);
     if (strcmp(w, "pipe") == 0 && (p->stages < 2 || p->stages > BENCH_PIPE_MAX_STAGES))
+        bench_usage(argv[0]);
+    /* latency: one pool worker runs the short task; a second would take the long one. */
+    if (strcmp(w, "latency") == 0 && (p->threads != 2 || p->rounds < 1))
         bench_usage(argv[0]);
     return 0;
 }
