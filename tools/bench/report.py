@@ -28,7 +28,7 @@ RUNTIME_LABEL = {
 COLORS = {"libsf": "#d62728", "libsf-task": "#ff9896", "gomp": "#1f77b4", "llomp": "#2ca02c", "onetbb": "#7f7f7f"}
 WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "for-uneven", "for-uneven-s", "for-skew",
                   "for-skew-s", "nqueens", "meh-chain", "meh-tree", "uts-t1", "uts-t3", "cilksort",
-                  "matmul", "knapsack"]
+                  "matmul", "knapsack", "pipe", "latency"]
 # Parallel loops: the same loop, each runtime's loop construct; the -s rows
 # use the other flavour (see tools/bench/README.md). Ideal = sequential/threads.
 LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s")
@@ -49,6 +49,18 @@ PAIR_RUNTIME = "libsf-pair"
 # The fork-join goals (per-task cost, scaling, the UTS trees) are checked for
 # both of libsf's APIs: sf_do/sf_get futures and sf_task (caller storage).
 FORK_JOIN_RUNTIMES = ("libsf", "libsf-task")
+# The pipeline of futures handed between the program's threads (libsf and
+# sequential only): a run whose plain gets failed (EDEADLK) still completes,
+# counting them (pipe_failed_gets) and the items they lost (pipe_lost). Such
+# a run is no failed run - its time is real and every other value was
+# checked - but the failures show in the table's *runs* cell, in a section
+# of their own and in the goal "pipe: 0 failed gets".
+PIPE_WORKLOAD = "pipe"
+# The latency inversion of help-first waiting (libsf @2 only): its RESULT
+# line's medians are the measurement, not its time, so it has no table row
+# of the workload; its rows are a section of their own.
+LATENCY_WORKLOAD = "latency"
+LATENCY_VARIANTS = (("busy", "L computes"), ("blocked", "L blocks in a get of B"))
 
 
 def parse_kv(line):
@@ -114,9 +126,18 @@ class Cell:
 
     def status(self):
         if not self.bad:
-            return "%d/%d" % (len(self.ok), self.attempted)
-        kinds = sorted(set(b[0] for b in self.bad))
-        return "%d/%d %s" % (len(self.ok), self.attempted, ",".join(kinds))
+            st = "%d/%d" % (len(self.ok), self.attempted)
+        else:
+            kinds = sorted(set(b[0] for b in self.bad))
+            st = "%d/%d %s" % (len(self.ok), self.attempted, ",".join(kinds))
+        failed = sum(self.failed_gets())
+        if failed:
+            st += ", %d failed gets" % failed
+        return st
+
+    def failed_gets(self):
+        """Failed gets of each successful run that counts them (pipe), else []."""
+        return [int(r["pipe_failed_gets"]) for r in self.ok if "pipe_failed_gets" in r]
 
 
 def fmt_s(x):
@@ -222,6 +243,8 @@ def main():
     P("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
     chart = []  # (label, runtime, ratio)
     for w in workloads:
+        if w == LATENCY_WORKLOAD:  # its own section below
+            continue
         st = seq_time(w)
         srss = seq_rss(w)
         c = cells.get((w, 1, "seq"))
@@ -316,6 +339,50 @@ def main():
         for owner in ("busy", "asleep"):
             P("| %s | %s | %s |" % (owner, meta.get("xget_%s_median_us" % owner, "-"),
                                      meta.get("xget_%s_p90_us" % owner, "-")))
+        P("")
+
+    # The pipeline's failed gets, run by run.
+    pipe_cells = [(t, cells[(PIPE_WORKLOAD, t, "libsf")]) for t in threads_all
+                  if (PIPE_WORKLOAD, t, "libsf") in cells]
+    if pipe_cells:
+        P("Pipeline (`pipe`, libsf): plain gets that failed with EDEADLK, run by run. A run "
+          "with failed gets completes and counts as a successful run: the item whose get failed "
+          "is lost (counted; its later stages pass the failure on) and every other value is "
+          "checked exactly.")
+        P("")
+        P("| threads | median s | runs | failed gets per run | items lost per run |")
+        P("|---:|---:|---|---|---|")
+        for t, c in pipe_cells:
+            P("| %d | %s | %s | %s | %s |" % (
+                t, fmt_s(c.median()), c.status(),
+                ", ".join(str(x) for x in c.failed_gets()) or "-",
+                ", ".join(r.get("pipe_lost", "?") for r in c.ok) or "-"))
+        P("")
+
+    # The latency inversion: medians of the runs' medians, per variant.
+    lat = cells.get((LATENCY_WORKLOAD, 2, "libsf"))
+    if lat:
+        P("Latency inversion (`latency`, libsf @2): the main thread gets a short task S "
+          "(~50 us) that the pool's worker runs, while a long task L is pending in its own "
+          "queue: its get helps by running L. Timed: from S's end to the get's return, the "
+          "median of a run's rounds (raced rounds, where L had not started when S ended, left "
+          "out); *median us* is the median of the runs' medians, *L us* L's median length in "
+          "the busy variant. In the blocked one L gets a future B that another thread runs "
+          "until L's length after S's end. A get that runs L on top of its frame returns about "
+          "L us after S's end in both; one that parks a blocked L returns early in the blocked "
+          "one. Runs: %s." % lat.status())
+        P("")
+        P("| variant | median us | per run | L us | raced rounds |")
+        P("|---|---:|---|---:|---|")
+        for v, what in LATENCY_VARIANTS:
+            vals = [float(r["lat_%s_us" % v]) for r in lat.ok
+                    if float(r.get("lat_%s_us" % v, -1)) >= 0]
+            lens = [float(r["lat_long_us"]) for r in lat.ok if "lat_long_us" in r]
+            P("| %s (%s) | %s | %s | %s | %s |" % (
+                v, what, "%.0f" % statistics.median(vals) if vals else "-",
+                ", ".join("%.0f" % x for x in vals) or "-",
+                "%.0f" % statistics.median(lens) if lens else "-",
+                ", ".join(r.get("lat_%s_raced" % v, "?") for r in lat.ok) or "-"))
         P("")
 
     # Failures.
@@ -484,6 +551,21 @@ def main():
                 goal(name, None, "not measured (%s, oneTBB %s)" % (fmt_s(a), fmt_s(b)))
             else:
                 goal(name, a <= 0.25 * b, "%s/oneTBB %s" % (lab, ratio_str(a, b)))
+    # the pipeline: no plain get fails.
+    name = "pipe: 0 failed gets"
+    if not pipe_cells:
+        goal(name, None, "not measured")
+    else:
+        parts, total, bad = [], 0, []
+        for t, c in pipe_cells:
+            fg = c.failed_gets()
+            total += sum(fg)
+            parts.append("@%d: %d in %d of %d runs" % (t, sum(fg), sum(1 for x in fg if x),
+                                                       len(fg)))
+            if c.bad or not c.ok:
+                bad.append("@%d: %s" % (t, c.status()))
+        goal(name, total == 0 and not bad, "; ".join(parts) +
+             ("; failed runs %s" % ", ".join(bad) if bad else ""))
     # memory per pending future.
     if mem_b:
         goal("<= 64 bytes per pending future", float(mem_b) <= 64, "%s bytes" % mem_b)
@@ -497,6 +579,8 @@ def main():
         goal("cross-thread get, owner busy: <= 1 us", None, "not measured")
     # peak RSS vs sequential, for both APIs (libsf-task runs no loops).
     for w in workloads:
+        if w == LATENCY_WORKLOAD:  # no sequential program to compare with
+            continue
         srss = seq_rss(w)
         worst = None
         for t in threads_all:

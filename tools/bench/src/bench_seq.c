@@ -279,6 +279,21 @@ int main(int argc, char **argv)
         t1 = bench_now();
         got = (uint64_t)ks_best;
         want = (uint64_t)ks_expect(ks_items, p.items, cap);
+    } else if (strcmp(w, "pipe") == 0) {
+        /* The pipeline's work in one loop: stage 0's, then each passing
+         * stage's transform, item by item; checked as the main thread of
+         * bench_sf's pipe checks. */
+        t0 = bench_now();
+        got = 0;
+        for (long i = 0; i < p.items; i++) {
+            uint64_t v = seq_child(bench_pipe_first(i), p.iters);
+            for (long k = 1; k < p.stages - 1; k++)
+                v = bench_pipe_next(seq_child(v, p.iters));
+            got += v == bench_pipe_expect(i, p.stages);
+        }
+        t1 = bench_now();
+        want = (uint64_t)p.items;
+        tasks = (uint64_t)p.items * (uint64_t)(p.stages - 1);
     } else {
         bench_usage(argv[0]);
         return 64;

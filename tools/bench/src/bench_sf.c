@@ -11,8 +11,9 @@
  */
 #include "common.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
-
 #include <stdint.h>
 
 #include "sf.h"
@@ -401,6 +402,406 @@ static void *knapsack(void *arg)
     return (void *)(uintptr_t)t;
 }
 
+/* ---- pipe: futures handed down a pipeline of the program's own threads ---- */
+/*
+ * Stage 0, a thread of the program, makes sf_do(pipe_work, i) for every item
+ * and puts the futures in a bounded ring; stage k (0 < k < stages - 1),
+ * another thread, takes ring k - 1's futures in order and puts
+ * sf_do(pipe_pass, f) in ring k: a task that gets the handed future with a
+ * plain get (sf_wait: sf_get with the failure as the return value), releases
+ * it and transforms the value; the main thread, the last stage, gets ring
+ * stages - 2's futures in order and checks every value (common.h,
+ * bench_pipe_expect). tests/test_memory's pipeline, with work in every task.
+ *
+ * Who runs what: the stage threads never get, so nothing they queue is ever
+ * submitted, and idle pool workers take only submitted tasks (laziness). The
+ * main thread's get claims the last stage's task, whose get claims the one
+ * before, and so on: today every task runs inline on the main thread, one
+ * item after the other (sf_stats: all inline), and no get blocks.
+ *
+ * Where tasks do run on several threads, a plain get in a pass task may close
+ * a cycle of gets (sf.h, Help-first waiting): a blocked getter helps by
+ * starting another pass task, which may wait for a task running beneath a
+ * frame that waits for the first. The get that closes it fails with EDEADLK.
+ * The benchmark counts such gets (pipe_failed_gets in the RESULT line) and
+ * goes on: the pass task fails with PIPE_LOST, every later stage passes that
+ * on, and the main thread counts the items it lost (pipe_lost); every other
+ * item is checked exactly. Any other failure is an error (exit 3).
+ */
+#define PIPE_RING 1024
+#define PIPE_LOST 1000 /* a pass task's failure code: an earlier stage's get failed */
+
+/*
+ * A bounded ring between two threads: one puts, one takes. Either may have to
+ * wait (the putter for room, the taker for an item), and they do so asleep on
+ * a condition variable, not spinning: the stages are extra threads on the
+ * benchmark's cores. A putter that found the ring full waits until it is half
+ * empty, so a stage that runs ahead wakes once per half ring, not per item.
+ */
+struct pipe_ring {
+    sf_future *slot[PIPE_RING];
+    _Alignas(64) atomic_long head; /* next slot to take */
+    _Alignas(64) atomic_long tail; /* next slot to put */
+    _Alignas(64) atomic_int putter_waits, taker_waits;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static struct pipe_ring pipe_rings[BENCH_PIPE_MAX_STAGES - 1]; /* ring k: stage k -> k + 1 */
+static atomic_ulong pipe_failed_gets;
+
+/*
+ * Waits on r until ready(r) holds. The flag is the Dekker pair with the other
+ * side's index store (both seq_cst): the waiter sets it and then reads the
+ * index; the other side stores the index and then reads the flag, so either
+ * the waiter sees the new index or the other side sees the flag and signals,
+ * under the mutex, after the waiter is in pthread_cond_wait.
+ */
+static void pipe_wait(struct pipe_ring *r, atomic_int *flag, bool (*ready)(struct pipe_ring *))
+{
+    pthread_mutex_lock(&r->mu);
+    atomic_store(flag, 1);
+    while (!ready(r))
+        pthread_cond_wait(&r->cv, &r->mu);
+    atomic_store(flag, 0);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void pipe_signal(struct pipe_ring *r)
+{
+    pthread_mutex_lock(&r->mu);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static bool pipe_half_empty(struct pipe_ring *r)
+{
+    return atomic_load(&r->tail) - atomic_load(&r->head) <= PIPE_RING / 2;
+}
+
+static bool pipe_not_empty(struct pipe_ring *r)
+{
+    return atomic_load(&r->tail) != atomic_load(&r->head);
+}
+
+static void pipe_put(struct pipe_ring *r, sf_future *f)
+{
+    long t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (t - atomic_load_explicit(&r->head, memory_order_acquire) >= PIPE_RING)
+        pipe_wait(r, &r->putter_waits, pipe_half_empty);
+    r->slot[t % PIPE_RING] = f;
+    atomic_store(&r->tail, t + 1);
+    if (atomic_load(&r->taker_waits))
+        pipe_signal(r);
+}
+
+static sf_future *pipe_take(struct pipe_ring *r)
+{
+    long h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (atomic_load_explicit(&r->tail, memory_order_acquire) == h)
+        pipe_wait(r, &r->taker_waits, pipe_not_empty);
+    sf_future *f = r->slot[h % PIPE_RING];
+    atomic_store(&r->head, h + 1);
+    if (atomic_load(&r->putter_waits) && pipe_half_empty(r))
+        pipe_signal(r);
+    return f;
+}
+
+static void *pipe_work(void *arg)
+{
+    uint64_t v = bench_pipe_first((long)(intptr_t)arg);
+    bench_spin(v, P.iters);
+    return (void *)(uintptr_t)v;
+}
+
+/* Gets a handed future: 0 and its value, or the failure's code (counted if
+ * it was this get's own EDEADLK). */
+static int pipe_get(sf_future *f, uint64_t *v)
+{
+    void *r = NULL;
+    int rc = sf_wait(f, &r);
+    sf_release(f);
+    if (rc == EDEADLK)
+        atomic_fetch_add_explicit(&pipe_failed_gets, 1, memory_order_relaxed);
+    else if (rc != 0 && rc != PIPE_LOST) {
+        fprintf(stderr, "libsf: pipe: a get failed: %s\n", strerror(rc));
+        exit(3);
+    }
+    *v = (uint64_t)(uintptr_t)r;
+    return rc;
+}
+
+static void *pipe_pass(void *arg)
+{
+    uint64_t v;
+    if (pipe_get(arg, &v) != 0) {
+        sf_fail(PIPE_LOST, NULL);
+        return NULL;
+    }
+    bench_spin(v, P.iters);
+    return (void *)(uintptr_t)bench_pipe_next(v);
+}
+
+static void *pipe_stage(void *arg)
+{
+    long k = (long)(intptr_t)arg;
+    for (long i = 0; i < P.items; i++) {
+        sf_future *f = k == 0 ? do_or_die(pipe_work, (void *)(intptr_t)i)
+                              : do_or_die(pipe_pass, pipe_take(&pipe_rings[k - 1]));
+        pipe_put(&pipe_rings[k], f);
+    }
+    return NULL;
+}
+
+/* Returns the items accounted for: checked exact, or lost to a counted
+ * failed get (no more lost items than failed gets). */
+static uint64_t run_pipe(unsigned long *lost_out)
+{
+    long n = P.stages - 1; /* stage threads */
+    pthread_t tid[BENCH_PIPE_MAX_STAGES];
+    for (long k = 0; k < n; k++) {
+        struct pipe_ring *r = &pipe_rings[k];
+        atomic_init(&r->head, 0);
+        atomic_init(&r->tail, 0);
+        atomic_init(&r->putter_waits, 0);
+        atomic_init(&r->taker_waits, 0);
+        if (pthread_mutex_init(&r->mu, NULL) != 0 || pthread_cond_init(&r->cv, NULL) != 0)
+            exit(3);
+    }
+    for (long k = 0; k < n; k++)
+        if (pthread_create(&tid[k], NULL, pipe_stage, (void *)(intptr_t)k) != 0) {
+            fprintf(stderr, "libsf: pipe: pthread_create failed\n");
+            exit(3);
+        }
+    uint64_t good = 0;
+    unsigned long lost = 0;
+    for (long i = 0; i < P.items; i++) {
+        uint64_t v;
+        if (pipe_get(pipe_take(&pipe_rings[n - 1]), &v) != 0)
+            lost++;
+        else if (v == bench_pipe_expect(i, P.stages))
+            good++;
+        else if (good + lost == (uint64_t)i) /* the first wrong one */
+            fprintf(stderr, "libsf: pipe: item %ld is %llu, expected %llu\n", i,
+                    (unsigned long long)v, (unsigned long long)bench_pipe_expect(i, P.stages));
+    }
+    for (long k = 0; k < n; k++)
+        pthread_join(tid[k], NULL);
+    unsigned long failed = atomic_load(&pipe_failed_gets);
+    *lost_out = lost;
+    return good + (lost <= failed ? lost : failed);
+}
+
+/* ---- latency: a short task's get, behind a long task it helps with ------ */
+/*
+ * Help-first waiting's latency inversion (sf.h, sf_get_isolated): a get whose
+ * task runs on another thread runs the getter's pending work meanwhile and
+ * returns only after the task it started there ends. Each round, the main
+ * thread makes S (short iterations) and has the pool's one worker start it
+ * (threads=2), makes L (long_factor x short), which stays pending in its own
+ * queue, and gets S while S runs: the get helps by running L. Timed: from
+ * S's end (its last act reads the clock) to the get's return. Two variants,
+ * `rounds` rounds each:
+ *   busy:    L computes;
+ *   blocked: L gets a future B that another thread of the program (H) runs,
+ *            and B ends L's length after S has ended (it waits for S's end,
+ *            then computes as long as L).
+ * With the get running L on top of its frame, both return about L's length
+ * after S ended. A get that parks its frame while L blocks (and runs L on
+ * another stack) returns early in the blocked variant; the busy one stays
+ * bounded by L, which the getter is running. A round where L had not started
+ * when S ended measured nothing (the get found S done): it is counted as
+ * raced and left out.
+ */
+static struct {
+    atomic_int s_started, go, b_started;
+    atomic_llong s_end, l_start, l_end; /* CLOCK_MONOTONIC ns; 0: not yet */
+    _Atomic(sf_future *) b;      /* the blocked variant's B, made by H */
+    atomic_long h_round;         /* main -> H: run round r's B (r + 1) */
+    atomic_long h_done;          /* H -> main: round r's B got (r + 1) */
+} lat;
+static atomic_long lat_wrong; /* wrong values, counted by main and H */
+
+static long long lat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void lat_nap(void)
+{
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+/* Spins until *flag is nonzero; a round's handshakes take microseconds
+ * (a sleeping worker's wake-up included), so 10 s means the schedule went
+ * wrong: give up rather than hang. */
+static void lat_await(atomic_int *flag, const char *what)
+{
+    double limit = bench_now() + 10;
+    while (!atomic_load(flag)) {
+        sched_yield(); /* the thread it waits for may need this core */
+        if (bench_now() > limit) {
+            fprintf(stderr, "libsf: latency: %s did not happen within 10 s\n", what);
+            exit(3);
+        }
+    }
+}
+
+static void *lat_nop(void *arg) { return arg; }
+
+static void *lat_short(void *arg)
+{
+    atomic_store(&lat.s_started, 1);
+    /* Held until the main thread is about to get S, so that its get finds
+     * S running and L pending. */
+    while (!atomic_load(&lat.go))
+        ;
+    bench_spin(1, P.short_iters);
+    atomic_store(&lat.s_end, lat_now());
+    return arg;
+}
+
+static void *lat_long_busy(void *arg)
+{
+    atomic_store(&lat.l_start, lat_now());
+    bench_spin(2, P.short_iters * P.long_factor);
+    atomic_store(&lat.l_end, lat_now());
+    return arg;
+}
+
+/* B, run by H: ends L's length after S. */
+static void *lat_b(void *arg)
+{
+    atomic_store(&lat.b_started, 1);
+    while (atomic_load(&lat.s_end) == 0)
+        lat_nap();
+    bench_spin(3, P.short_iters * P.long_factor);
+    return arg;
+}
+
+static void *lat_long_blocked(void *arg)
+{
+    atomic_store(&lat.l_start, lat_now());
+    void *r = NULL;
+    int rc = sf_wait(atomic_load(&lat.b), &r); /* B runs on H: this get blocks */
+    if (rc != 0) {
+        fprintf(stderr, "libsf: latency: L's get of B failed: %s\n", strerror(rc));
+        exit(3);
+    }
+    return r == arg ? arg : NULL;
+}
+
+/* H: each round of the blocked variant, makes B and runs it by getting it. */
+static void *lat_h(void *arg)
+{
+    (void)arg;
+    for (long r = 0; r < P.rounds; r++) {
+        while (atomic_load(&lat.h_round) != r + 1)
+            lat_nap();
+        sf_future *b = do_or_die(lat_b, (void *)(intptr_t)(r + 1));
+        atomic_store(&lat.b, b);
+        if (sf_get(b) != (void *)(intptr_t)(r + 1))
+            lat_wrong++;
+        atomic_store(&lat.h_done, r + 1);
+    }
+    return NULL;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of n values in us, or -1 if none. */
+static double lat_median_us(long long *v, long n)
+{
+    if (n == 0)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_ll);
+    return (double)v[n / 2] / 1e3;
+}
+
+/* One variant: `rounds` rounds; puts the median latency (us), the rounds
+ * that raced and, for busy, L's median length (us). */
+static void lat_variant(bool blocked, double *median_us, long *raced, double *long_us)
+{
+    long long *ns = malloc((size_t)P.rounds * sizeof *ns);
+    long long *len = malloc((size_t)P.rounds * sizeof *len);
+    if (!ns || !len)
+        exit(3);
+    long n = 0, nlen = 0;
+    *raced = 0;
+    for (long r = 0; r < P.rounds; r++) {
+        atomic_store(&lat.s_started, 0);
+        atomic_store(&lat.go, 0);
+        atomic_store(&lat.b_started, 0);
+        atomic_store(&lat.s_end, 0);
+        atomic_store(&lat.l_start, 0);
+        /* S, then a get of a task made after it: the get submits S, the idle
+         * worker takes it (oldest first) and this thread runs the other. */
+        sf_future *s = do_or_die(lat_short, (void *)(intptr_t)(r + 1));
+        get_release(do_or_die(lat_nop, NULL));
+        lat_await(&lat.s_started, "a pool worker starting S");
+        if (blocked) {
+            /* B runs on H before L exists; the worker is busy with S, so
+             * H's get keeps B to itself. */
+            atomic_store(&lat.h_round, r + 1);
+            lat_await(&lat.b_started, "H starting B");
+        }
+        sf_future *l = do_or_die(blocked ? lat_long_blocked : lat_long_busy,
+                                 (void *)(intptr_t)(r + 1));
+        atomic_store(&lat.go, 1);
+        void *v = sf_get(s); /* helps: runs L */
+        long long ret = lat_now();
+        if (v != (void *)(intptr_t)(r + 1))
+            lat_wrong++;
+        if (get_release(l) != (uint64_t)(r + 1))
+            lat_wrong++;
+        long long s_end = atomic_load(&lat.s_end), l_start = atomic_load(&lat.l_start);
+        sf_release(s);
+        if (blocked) {
+            while (atomic_load(&lat.h_done) != r + 1)
+                lat_nap();
+            sf_release(atomic_load(&lat.b));
+        } else {
+            len[nlen++] = atomic_load(&lat.l_end) - l_start;
+        }
+        if (l_start < s_end)
+            ns[n++] = ret - s_end;
+        else
+            ++*raced;
+    }
+    *median_us = lat_median_us(ns, n);
+    if (long_us)
+        *long_us = lat_median_us(len, nlen);
+    free(ns);
+    free(len);
+}
+
+struct lat_result {
+    double busy_us, blocked_us, long_us;
+    long busy_raced, blocked_raced;
+};
+
+/* Returns 2 x rounds less the wrong values its gets saw (S's, L's, B's). */
+static uint64_t run_latency(struct lat_result *res)
+{
+    lat_variant(false, &res->busy_us, &res->busy_raced, &res->long_us);
+    pthread_t h;
+    if (pthread_create(&h, NULL, lat_h, NULL) != 0) {
+        fprintf(stderr, "libsf: latency: pthread_create failed\n");
+        exit(3);
+    }
+    lat_variant(true, &res->blocked_us, &res->blocked_raced, NULL);
+    pthread_join(h, NULL);
+    long wrong = atomic_load(&lat_wrong);
+    return (uint64_t)(2 * P.rounds - (wrong < 2 * P.rounds ? wrong : 2 * P.rounds));
+}
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
@@ -430,6 +831,9 @@ int main(int argc, char **argv)
     double t0, t1;
     uint64_t got, want, tasks;
     bool loop = false;
+    bool pipe = false, latency = false;
+    struct lat_result lat_res;
+    unsigned long pipe_lost = 0;
     if (strcmp(w, "fib") == 0) {
         t0 = bench_now();
         got = (uint64_t)(intptr_t)fib((void *)(intptr_t)P.n);
@@ -515,12 +919,26 @@ int main(int argc, char **argv)
         t1 = bench_now();
         got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);
         want = (uint64_t)ks_expect(ks_items, P.items, cap);
+    } else if (strcmp(w, "pipe") == 0) {
+        t0 = bench_now();
+        got = run_pipe(&pipe_lost);
+        t1 = bench_now();
+        want = (uint64_t)P.items;
+        tasks = (uint64_t)P.items * (uint64_t)(P.stages - 1);
+        pipe = true;
+    } else if (strcmp(w, "latency") == 0) {
+        t0 = bench_now();
+        got = run_latency(&lat_res);
+        t1 = bench_now();
+        want = (uint64_t)(2 * P.rounds);
+        tasks = (uint64_t)P.rounds * 7; /* S, the submitting task, L; and B */
+        latency = true;
     } else {
         bench_usage(argv[0]);
         return 64;
     }
     sf_stats_read(&s1);
-    char extra[512];
+    char extra[640];
     unsigned long long created = s1.created - s0.created;
     snprintf(extra, sizeof extra,
              "sf_created=%llu\tsf_inline=%llu\tsf_pool=%llu\tsf_stolen=%llu\t"
@@ -532,6 +950,16 @@ int main(int argc, char **argv)
              (unsigned long long)(s1.discarded - s0.discarded),
              (unsigned long long)(s1.gets_blocked - s0.gets_blocked),
              (unsigned long long)(s1.sleeps - s0.sleeps), s1.peak_busy, s1.workers);
+    if (pipe) /* failed gets: counted, not a wrong result (see pipe above) */
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                 "\tpipe_failed_gets=%lu\tpipe_lost=%lu", atomic_load(&pipe_failed_gets),
+                 pipe_lost);
+    if (latency) /* libsf only: no time compared across runtimes */
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                 "\tlat_busy_us=%.1f\tlat_blocked_us=%.1f\tlat_long_us=%.1f\tlat_busy_raced=%ld"
+                 "\tlat_blocked_raced=%ld",
+                 lat_res.busy_us, lat_res.blocked_us, lat_res.long_us, lat_res.busy_raced,
+                 lat_res.blocked_raced);
     int rc = bench_report(RUNTIME_NAME, &P, t1 - t0, tasks, got, want, extra);
     /* A loop makes its participants, not one task per item. */
     if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != tasks)) {

@@ -46,6 +46,20 @@
  *   cilksort size=10000000 seed=1    cilksort of `size` 32-bit ints
  *   matmul   size=1024 seed=1        recursive C += A B, size = 64 x 2^k
  *   knapsack items=33 seed=1         0/1 knapsack branch and bound (items <= 40)
+ *   pipe     items=200000 stages=4 iters=1000
+ *                                    a pipeline of `stages` program threads:
+ *                                    stage 0 makes items futures of iters spin
+ *                                    iterations, each later one wraps the
+ *                                    previous stage's futures in tasks that get
+ *                                    them (iters each), the main thread (the
+ *                                    last stage) gets them in order (bench_sf,
+ *                                    bench_seq only)
+ *   latency  rounds=50 short=50000 long_factor=400  (threads=2)
+ *                                    a get of a short task (short iterations)
+ *                                    run by a pool worker while the getter
+ *                                    helps with a long one (long_factor x
+ *                                    short), the long one computing or blocked
+ *                                    in a get (bench_sf only)
  *   calib                            (bench_seq only) prints ns per spin iteration
  */
 #ifndef BENCH_COMMON_H
@@ -60,6 +74,9 @@
 #include <time.h>
 
 #define BENCH_UNUSED __attribute__((unused))
+
+/* pipe: the most threads a pipeline may have, the main thread included. */
+#define BENCH_PIPE_MAX_STAGES 16
 
 /* Parameters of one run; every program parses the same set. */
 struct bench_params {
@@ -81,6 +98,8 @@ struct bench_params {
     long q_ppm;       /* uts-t3: probability (ppm) that a node has 8 children */
     long work;        /* uts-t1, uts-t3: spin iterations per node */
     long size;        /* cilksort: elements; matmul: matrix side */
+    long stages;      /* pipe: threads of the pipeline, the main thread included */
+    long rounds;      /* latency: rounds of each variant */
 };
 
 /*
@@ -140,9 +159,9 @@ static BENCH_UNUSED void bench_usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree|uts-t1|uts-t3|cilksort|matmul|"
-            "knapsack threads=N [key=value...]\n"
+            "knapsack|pipe|latency threads=N [key=value...]\n"
             "keys: n outer inner iters items short long_factor depth fanout shape part seed b0 "
-            "q_ppm work size\n",
+            "q_ppm work size stages rounds\n",
             prog);
     exit(64);
 }
@@ -154,10 +173,10 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     p->n = -1;
     p->outer = 10000;
     p->inner = 100;
-    p->iters = 200;
+    p->iters = -1;
     p->items = -1;
-    p->short_iters = 700000;
-    p->long_factor = 5;
+    p->short_iters = -1;
+    p->long_factor = -1;
     p->depth = -1;
     p->fanout = 8;
     p->seed = -1;
@@ -165,6 +184,8 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     p->q_ppm = 124875;
     p->work = 0;
     p->size = -1;
+    p->stages = 4;
+    p->rounds = 50;
     if (argc < 2)
         bench_usage(argv[0]);
     p->workload = argv[1];
@@ -205,6 +226,8 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         BENCH_KEY("q_ppm", q_ppm)
         BENCH_KEY("work", work)
         BENCH_KEY("size", size)
+        BENCH_KEY("stages", stages)
+        BENCH_KEY("rounds", rounds)
 #undef BENCH_KEY
         bench_usage(argv[0]);
     }
@@ -214,7 +237,13 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     if (p->depth < 0)
         p->depth = strcmp(w, "chain") == 0 ? 10000 : strcmp(w, "uts-t1") == 0 ? 10 : 6;
     if (p->items < 0)
-        p->items = strcmp(w, "knapsack") == 0 ? 33 : 200;
+        p->items = strcmp(w, "knapsack") == 0 ? 33 : strcmp(w, "pipe") == 0 ? 200000 : 200;
+    if (p->iters < 0)
+        p->iters = strcmp(w, "pipe") == 0 ? 1000 : 200;
+    if (p->short_iters < 0)
+        p->short_iters = strcmp(w, "latency") == 0 ? 50000 : 700000;
+    if (p->long_factor < 0)
+        p->long_factor = strcmp(w, "latency") == 0 ? 400 : 5;
     if (p->seed < 0)
         p->seed = strcmp(w, "uts-t1") == 0 ? 199 : strcmp(w, "uts-t3") == 0 ? 16 : 1;
     if (p->size < 0)
@@ -242,6 +271,11 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     if (strcmp(p->workload, "tree") == 0 && (p->fanout < 1 || p->fanout > 64))
         bench_usage(argv[0]);
     if (strcmp(p->workload, "chain") == 0 && p->depth < 1)
+        bench_usage(argv[0]);
+    if (strcmp(w, "pipe") == 0 && (p->stages < 2 || p->stages > BENCH_PIPE_MAX_STAGES))
+        bench_usage(argv[0]);
+    /* latency: one pool worker runs the short task; a second would take the long one. */
+    if (strcmp(w, "latency") == 0 && (p->threads != 2 || p->rounds < 1))
         bench_usage(argv[0]);
     return 0;
 }
@@ -308,6 +342,31 @@ static BENCH_UNUSED uint64_t bench_tree_nodes(long fanout, long depth)
         level *= (uint64_t)fanout;
     }
     return total;
+}
+
+/*
+ * pipe: item i leaves stage 0 as bench_pipe_first(i), and every later stage
+ * but the last (the main thread, which checks) passes on bench_pipe_next of
+ * what it got: one LCG step, a bijection, so items that come out swapped or
+ * skip a stage show. Each stage but the last also spins `iters` on the
+ * value, its work.
+ */
+static inline uint64_t bench_pipe_first(long i)
+{
+    return (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL;
+}
+
+static inline uint64_t bench_pipe_next(uint64_t v)
+{
+    return v * 6364136223846793005ULL + 1442695040888963407ULL;
+}
+
+static BENCH_UNUSED uint64_t bench_pipe_expect(long i, long stages)
+{
+    uint64_t v = bench_pipe_first(i);
+    for (long k = 1; k < stages - 1; k++)
+        v = bench_pipe_next(v);
+    return v;
 }
 
 /*
