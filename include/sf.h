@@ -740,6 +740,11 @@ typedef struct sf_stats {
     uint64_t sleeps;         /* times a blocked get slept with nothing to run */
     uint64_t fresh_stacks;   /* gets near the end of their stack that ran their
                               * task on a fresh one (see "Deep chains") */
+    uint64_t parks;          /* times a stack parked: a get waiting for a task
+                              * running elsewhere (or needing a fresh stack)
+                              * while other work ran on another of its thread's
+                              * stacks, or a thread yielding to parked ones */
+    uint64_t resumes;        /* times a parked stack went on */
     uint64_t queued;         /* tasks pending now: made by sf_do() or
                               * sf_batch_do(), neither
                               * started, released nor cancelled (exact when
@@ -788,6 +793,8 @@ typedef struct sf_thread_stats {
     uint64_t sleeps;         /* its blocked gets' sleeps (sf_stats.sleeps) */
     uint64_t idle_sleeps;    /* a worker's sleeps for want of submitted work */
     uint64_t fresh_stacks;   /* its gets that moved to a fresh stack */
+    uint64_t parks;          /* its stacks' parks (sf_stats.parks) */
+    uint64_t resumes;        /* ... and resumes */
     uint64_t busy_ns;        /* wall-clock time inside tasks: from the start to
                               * the end of every task it ran that no other task
                               * of the thread encloses; what such a task's gets

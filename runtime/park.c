@@ -186,7 +186,6 @@ static void switch_to(struct sf__thread *me, struct sf__fiber *to, bool final)
     save_frame(me, &from->saved);
     load_frame(me, &to->saved);
     me->fiber = to;
-    SF__BUMP(me->c_resumes);
     SF__TRACE(me, FIBER, (uint64_t)to->index, 0);
     if (final)
         sf__ctx_switch_final(&from->ctx, &to->ctx);
@@ -275,6 +274,7 @@ static struct sf__fiber *take_ready(struct sf__thread *me)
             sf__status(atomic_load_explicit(&w->state, memory_order_acquire)) == SF__DONE) {
             struct sf__fiber *fb = *p;
             *p = fb->next;
+            SF__BUMP(me->c_resumes); /* it runs next */
             return fb;
         }
     }
@@ -302,6 +302,7 @@ static void fiber_main(void *arg)
             next = me->parked;
             SF__ASSERT(next != NULL, "a parking fiber runs only while another is parked");
             me->parked = next->next;
+            SF__BUMP(me->c_resumes);
         }
         sf__park_unfiber(me, fb);
         switch_to(me, next, true);

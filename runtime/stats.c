@@ -45,6 +45,8 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
     r->sleeps = LOAD(t->c_sleeps);
     r->idle_sleeps = LOAD(t->c_idle_sleeps);
     r->fresh_stacks = LOAD(t->c_fresh_stacks);
+    r->parks = LOAD(t->c_parks);
+    r->resumes = LOAD(t->c_resumes);
     r->busy_ns = LOAD(t->c_busy_ns);
     r->avg_task_ns = r->executed != 0 ? r->busy_ns / r->executed : 0;
 }
@@ -54,7 +56,7 @@ static bool has_row(const sf_thread_stats *r)
 {
     return r->is_worker || r->asleep || r->created || r->executed || r->discarded ||
            r->cancelled || r->gets_blocked || r->steals_tried || r->sleeps ||
-           r->fresh_stacks || r->busy_ns;
+           r->fresh_stacks || r->parks || r->busy_ns;
 }
 
 void sf__stats_sum(sf_stats *out)
@@ -73,6 +75,8 @@ void sf__stats_sum(sf_stats *out)
         out->gets_blocked += LOAD(t->c_blocked);
         out->sleeps += LOAD(t->c_sleeps);
         out->fresh_stacks += LOAD(t->c_fresh_stacks);
+        out->parks += LOAD(t->c_parks);
+        out->resumes += LOAD(t->c_resumes);
     }
     out->queued = sf__registry_queued();
     out->asleep = sf__registry_asleep();
