@@ -218,7 +218,7 @@ static void *join_elsewhere(struct elsewhere *e)
 #define PIPE_STAGES 4
 #define PIPE_RING 64
 #define PIPE_LAG 32 /* wrappers the last stage holds before getting them */
-#define PIPE_ITEMS (TU_SANITIZED ? 20000L : 200000L)
+#define PIPE_ITEMS (TU_SANITIZED ? 50000L : 200000L)
 #define PIPE_POISON ((uintptr_t)0) /* a failed get's value: never an item's */
 
 struct pipe_ring {
@@ -535,6 +535,11 @@ START_TEST(helped_task_gets_the_frame_it_sits_on)
     ck_assert_ptr_nonnull(y);
     void *yv = UNTOUCHED;
     ck_assert_int_eq(sf_wait(y, &yv), 0);
+    /* Everything has ended: join and release before judging. */
+    ck_assert_ptr_eq(join_elsewhere(&xe), X_VAL);
+    sf_release(y);
+    sf_release(w);
+    release_workers();
     ck_assert_int_eq(w_x_rc, 0);
     /* The shape happened: Y started while W waited for X, on W's thread. */
     ck_assert_msg(w_done_at_y == 0, "setup: Y (%s) did not run while W waited", y_names[variant]);
@@ -548,10 +553,6 @@ START_TEST(helped_task_gets_the_frame_it_sits_on)
                   y_rc == EDEADLK ? "EDEADLK" : strerror(y_rc));
     ck_assert_ptr_eq(y_val, W_VAL);
     ck_assert_ptr_eq(yv, (void *)((long)W_VAL + 1));
-    ck_assert_ptr_eq(join_elsewhere(&xe), X_VAL);
-    sf_release(y);
-    sf_release(w);
-    release_workers();
     sf_stats s = tu_stats_quiet();
     ck_assert_uint_eq(s.created, (uint64_t)(3 + y_via_task + hold_n)); /* X W Y (Z) */
     sf_shutdown();
@@ -702,21 +703,31 @@ END_TEST
  * XT_WIDTH tasks per round and publish them; a task (t, l, j) of layer
  * l > 0 gets (t + 1, l - 1, j), made by the next thread's root, and
  * (t, l - 1, j + 1), made by its own. Every root then gets its own tasks,
- * top layer first; a barrier separates making, getting and releasing. */
+ * top layer first; a barrier separates making, getting and releasing.
+ *
+ * A get that waits anywhere may start a task as soon as it is made (it
+ * helps with other threads' tasks, private ones too after spinning), before
+ * the other roots have made theirs: a task waits until every root has
+ * published this round's before it reads the table. */
 #define XT_THREADS 3
 #define XT_LAYERS 3
 #define XT_WIDTH 4
+#define XT_IDS (XT_THREADS * XT_LAYERS * XT_WIDTH)
 #define XT_ROUNDS (TU_SANITIZED ? 60 : 300)
 static sf_future *xt_f[XT_THREADS][XT_LAYERS][XT_WIDTH];
+static atomic_int xt_published; /* roots that made their tasks, all rounds */
 static pthread_barrier_t xt_barrier;
 
 static void *xt_task(void *arg)
 {
-    long id = (long)arg; /* (t * XT_LAYERS + l) * XT_WIDTH + j */
+    long id = (long)arg % XT_IDS; /* (t * XT_LAYERS + l) * XT_WIDTH + j */
+    long round = (long)arg / XT_IDS;
     long j = id % XT_WIDTH, l = id / XT_WIDTH % XT_LAYERS, t = id / XT_WIDTH / XT_LAYERS;
     spin_us(20);
     if (l == 0)
         return (void *)1L;
+    if (!wait_count(&xt_published, (int)(XT_THREADS * (round + 1)), WAIT_MS))
+        return (void *)-1000L;
     return (void *)(1 + handed_get(xt_f[(t + 1) % XT_THREADS][l - 1][j]) +
                     handed_get(xt_f[t][l - 1][(j + 1) % XT_WIDTH]));
 }
@@ -724,12 +735,14 @@ static void *xt_task(void *arg)
 static void *xt_root(void *arg)
 {
     long t = (long)arg;
-    for (int round = 0; round < XT_ROUNDS; round++) {
+    for (long round = 0; round < XT_ROUNDS; round++) {
         for (long l = 0; l < XT_LAYERS; l++)
-            for (long j = 0; j < XT_WIDTH; j++)
-                if ((xt_f[t][l][j] = sf_do(xt_task, (void *)((t * XT_LAYERS + l) * XT_WIDTH +
-                                                              j))) == NULL)
+            for (long j = 0; j < XT_WIDTH; j++) {
+                long id = round * XT_IDS + (t * XT_LAYERS + l) * XT_WIDTH + j;
+                if ((xt_f[t][l][j] = sf_do(xt_task, (void *)id)) == NULL)
                     abort(); /* the other roots would wait at the barrier for ever */
+            }
+        atomic_fetch_add(&xt_published, 1);
         pthread_barrier_wait(&xt_barrier);
         long sum = 0;
         for (int l = XT_LAYERS - 1; l >= 0; l--)
@@ -1035,13 +1048,13 @@ START_TEST(cycle_through_a_waiting_frame)
     atomic_store(&cb_future, b);
     ck_assert_ptr_eq(sf_get(b), B_VAL);
     ck_assert_ptr_eq(sf_get(a), A_VAL);
-    ck_assert_int_eq(cb_x_rc, 0);
-    ck_assert_msg(pthread_equal(ca_thread, cb_thread), "setup: A did not run on B's thread");
-    assert_one_deadlock("A gets B, B gets A after X", ca_rc, ca_val, B_VAL, cb_rc, cb_val, A_VAL);
     ck_assert_ptr_eq(join_elsewhere(&xe), X_VAL);
     sf_release(a);
     sf_release(b);
     release_workers();
+    ck_assert_int_eq(cb_x_rc, 0);
+    ck_assert_msg(pthread_equal(ca_thread, cb_thread), "setup: A did not run on B's thread");
+    assert_one_deadlock("A gets B, B gets A after X", ca_rc, ca_val, B_VAL, cb_rc, cb_val, A_VAL);
     sf_stats s = tu_stats_quiet();
     ck_assert_uint_eq(s.created, (uint64_t)(3 + hold_n)); /* X A B */
     sf_shutdown();
@@ -1306,6 +1319,10 @@ START_TEST(short_get_returns_before_the_long_task_it_helped)
     } else {
         v = getter(NULL);
     }
+    void *lv = sf_get(l_future);
+    sf_release(l_future);
+    void *sv = join_elsewhere(&se), *zv = join_elsewhere(&ze);
+    release_workers();
     ck_assert_ptr_eq(v, S_VAL); /* also: L started while S was held */
     ck_assert_msg(pthread_equal(l_thread, pthread_self()), "setup: L ran on another thread");
     ck_assert_msg(l_done_after_s == 0,
@@ -1313,13 +1330,11 @@ START_TEST(short_get_returns_before_the_long_task_it_helped)
                   "helped with, had ended (and L's get of Z gave %d, Z %s)",
                   threads, in_task ? "a task" : "plain code", l_rc,
                   l_val == Z_GAVE_UP ? "gave up waiting" : "completed");
-    ck_assert_ptr_eq(sf_get(l_future), L_VAL);
+    ck_assert_ptr_eq(lv, L_VAL);
     ck_assert_int_eq(l_rc, 0);
     ck_assert_ptr_eq(l_val, Z_VAL);
-    ck_assert_ptr_eq(join_elsewhere(&se), S_VAL);
-    ck_assert_ptr_eq(join_elsewhere(&ze), Z_VAL);
-    sf_release(l_future);
-    release_workers();
+    ck_assert_ptr_eq(sv, S_VAL);
+    ck_assert_ptr_eq(zv, Z_VAL);
     sf_stats s = tu_stats_quiet();
     ck_assert_uint_eq(s.created, (uint64_t)(3 + in_task + hold_n)); /* Z S L (G) */
     sf_shutdown();
