@@ -212,7 +212,10 @@ static void *join_elsewhere(struct elsewhere *e)
  * The hazard: a thread blocked in item i's wrapper of stage k (its input
  * runs elsewhere) helps with item i's wrapper of a later stage - its own
  * newest pending task if the thread is that stage's, or another thread's
- * oldest - which gets the very wrapper below it on the stack.
+ * oldest - which gets the very wrapper below it on the stack. At
+ * SF_THREADS=1 no get blocks at all (every future has one getter, and with
+ * no worker nothing starts a task before its getter but a blocked get):
+ * that case checks the plain path only.
  * ========================================================================= */
 
 #define PIPE_STAGES 4
@@ -563,9 +566,11 @@ END_TEST
 
 /* =========================================================================
  * 3. Futures handed on, with no cycle: every value exact and no get fails,
- * at SF_THREADS 1 to 4. Two or three threads of the program run the roots,
- * so that threads block and help each other at every SF_THREADS. Tasks
- * spin some microseconds, so gets find their tasks running elsewhere.
+ * at SF_THREADS 1 to 4. Two or three threads of the program run roots at
+ * once, and tasks spin some microseconds, so gets find their tasks running
+ * elsewhere. At SF_THREADS=1 only the tasks that get other threads'
+ * futures block: a lattice or a diamond whose futures only its own thread
+ * gets is never started elsewhere while no get blocks.
  * ========================================================================= */
 
 static atomic_long handed_deadlocks, handed_errors, handed_wrong;
