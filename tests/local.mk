@@ -35,6 +35,7 @@ check_PROGRAMS += tests/test_shutdown_timeout
 check_PROGRAMS += tests/test_batch
 check_PROGRAMS += tests/test_task
 check_PROGRAMS += tests/test_unload
+check_PROGRAMS += tests/test_park
 
 TESTS += tests/test_lazy
 TESTS += tests/test_meh
@@ -65,6 +66,7 @@ TESTS += tests/test_shutdown_timeout
 TESTS += tests/test_batch
 TESTS += tests/test_task
 TESTS += tests/test_unload
+TESTS += tests/test_park
 
 tests_test_memory_SOURCES = tests/test_memory.c tests/testutil.c tests/testutil.h
 tests_test_memory_LDADD = libsf.la $(CHECK_LIBS)
@@ -150,6 +152,12 @@ tests_test_cancel_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_deadlock_SOURCES = tests/test_deadlock.c tests/testutil.c tests/testutil.h
 tests_test_deadlock_LDADD = libsf.la $(CHECK_LIBS)
 tests_test_deadlock_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+# A blocked get leaves no cycle the program does not have (help-first's
+# limitation): handed futures, pipelines, many waiters, deep chains.
+tests_test_park_SOURCES = tests/test_park.c tests/testutil.c tests/testutil.h
+tests_test_park_LDADD = libsf.la $(CHECK_LIBS)
+tests_test_park_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 # Random trees and shared futures, checked exactly; SF_STRESS_SECONDS=N
 # makes it a soak (tools/soak).
