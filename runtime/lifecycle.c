@@ -61,7 +61,7 @@ static void on_thread_exit(struct sf__thread *t)
         sf__trace_flush(t);
     /* No fiber of it is parked (an outermost call drains them before it
      * returns, park.c): their stacks go with it. */
-    sf__park_free(t);
+    sf__park_release(t);
 }
 
 static int open_trace(struct sf__cfg *c)
@@ -256,7 +256,10 @@ static unsigned long drain(struct sf__thread *me)
          * everything the workers did before our frees. */
         if (atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0)
             return n;
-        sched_yield();
+        /* A busy worker may be waiting for a task parked on this thread (a
+         * drained task's get helped with it): it goes on here (park.c). */
+        if (!sf__park_any(me) || !sf__park_resume_ready(me, NULL))
+            sched_yield();
     }
 }
 

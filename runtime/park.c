@@ -87,7 +87,6 @@
 #include <time.h>
 
 #define SPARE_KEPT 4         /* spare fibers whose stacks keep their pages */
-#define PARKED_NAP_NS 1000000L /* a drain's sleep, looking again after it */
 
 /* ---- wait records (get.c, Deadlock) ---------------------------------- */
 
@@ -215,10 +214,13 @@ struct sf__fiber *sf__park_fiber(struct sf__thread *me, size_t stack_size)
          * whose val names it. */
         atomic_store_explicit(&me->fibers, fs, memory_order_release);
     }
+    /* The array may be an exited thread's, kept for this struct's next
+     * owner (sf__park_release): only the wait record carries over. */
     fb = &fs[me->nfibers];
     if (sf__stack_alloc(&fb->stack, stack_size) != 0)
         return NULL;
     fb->thread = me;
+    fb->cold = false;
     fb->index = me->nfibers + 1;
     me->nfibers++;
     return fb;
@@ -243,9 +245,7 @@ void sf__park_unfiber(struct sf__thread *me, struct sf__fiber *fb)
     }
 }
 
-/* Frees the stacks of a thread's parking fibers: when its struct is freed
- * (sf_shutdown), when no fiber of it runs or is parked. */
-void sf__park_free(struct sf__thread *me)
+void sf__park_release(struct sf__thread *me)
 {
     /* Relaxed: the owner's own store, or a thread the caller outlives. */
     struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
@@ -255,11 +255,18 @@ void sf__park_free(struct sf__thread *me)
         sf__ctx_destroy(&fs[i].ctx);
         sf__stack_free(&fs[i].stack);
     }
-    free(fs);
-    atomic_store_explicit(&me->fibers, NULL, memory_order_relaxed);
     me->nfibers = 0;
     me->spare = NULL;
     me->nspare = 0;
+}
+
+void sf__park_free(struct sf__thread *me)
+{
+    sf__park_release(me);
+    /* Relaxed: a thread the caller outlives, no getter left (park.h). */
+    struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
+    free(fs);
+    atomic_store_explicit(&me->fibers, NULL, memory_order_relaxed);
 }
 
 /* The newest parked fiber that can go on (its future done, or none: it
@@ -406,7 +413,7 @@ void sf__park_wait_local(struct sf__thread *me, sf_future *f)
         /* None can go on: they wait for tasks that run elsewhere. */
         sf_future *w = me->parked != NULL ? me->parked->waiting_on : NULL;
         if (w != NULL) {
-            nap_on(w, PARKED_NAP_NS);
+            nap_on(w, SF__PARKED_NAP_NS);
         } else {
             struct timespec ts = {0, 100000L};
             nanosleep(&ts, NULL);
@@ -422,6 +429,6 @@ void sf__park_drain(struct sf__thread *me)
         /* None can go on: the newest waits for a task running elsewhere.
          * Relaxed: our own store; the parked get holds its future. */
         sf_future *w = atomic_load_explicit(&me->parked->waiting_on, memory_order_relaxed);
-        nap_on(w, PARKED_NAP_NS);
+        nap_on(w, SF__PARKED_NAP_NS);
     }
 }

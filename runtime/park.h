@@ -32,8 +32,13 @@ struct sf__park_job {
     bool isolated;     /* a get: sf_get_isolated */
 };
 
-/* Frees the stacks of a thread's parking fibers, none parked or running:
- * at its exit, and before its struct is freed. */
+/* A thread exits, none of its fibers parked or running: frees their
+ * stacks. The fibers themselves stay, for the struct's next owner: a getter
+ * following a chain of waits may reach one through a stale val and read its
+ * wait record at any time (get.c, Deadlock). */
+void sf__park_release(struct sf__thread *me);
+/* The struct is freed (sf_shutdown, no other thread in libsf): frees the
+ * fibers too. */
 void sf__park_free(struct sf__thread *me);
 
 /* Is p a fiber of a registered thread (registry.h, struct sf__fiber)? For
@@ -70,6 +75,10 @@ bool sf__park_runs_here(const struct sf__thread *me, const sf_future *f);
  * parking meanwhile without showing f to other threads (task.c: none of
  * them may read it). */
 void sf__park_wait_local(struct sf__thread *me, sf_future *f);
+
+/* A thread that sleeps while it has parked fibers looks at them again at
+ * least this often: their futures complete without waking it (park.c). */
+#define SF__PARKED_NAP_NS 1000000L
 
 /* Owner: does this thread have parked fibers? */
 static inline bool sf__park_any(const struct sf__thread *me) { return me->parked != NULL; }
