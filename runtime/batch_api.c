@@ -100,13 +100,22 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
         }
         if (sf__batch_outstanding(b) == 0)
             return 0;
+        /* A task of b may be parked on another fiber of this thread (a get
+         * helped with it): it goes on only here, while we wait (park.c). */
+        if (sf__park_any(me) && sf__park_resume_ready(me, NULL)) {
+            rounds = 0;
+            nap = NAP_MIN_NS;
+            continue;
+        }
         if (rounds < SPIN_ROUNDS) {
             rounds++;
             for (int i = 0; i < 16; i++)
                 sf__pause();
             continue;
         }
-        sf__batch_sleep(b, nap);
+        /* With fibers parked, look at them again soon: their futures
+         * complete without waking us. */
+        sf__batch_sleep(b, sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
 }

@@ -56,9 +56,6 @@
 #define YIELD_ROUNDS 16     /* then looks after sched_yield before sleeping */
 #define NAP_MIN_NS 200000L  /* first sleep; doubles up to NAP_MAX_NS */
 #define NAP_MAX_NS 20000000L
-/* A thread with parked fibers looks at them again at least this often while
- * it sleeps: their futures complete without waking it (park.c, Why ...). */
-#define NAP_PARKED_NS 1000000L
 
 
 /*
@@ -196,6 +193,7 @@ struct fresh {
     sf_future *f;
     bool isolated;
     int err;
+    _Atomic uint32_t over; /* 1 once the new thread is done with f (a futex) */
 };
 
 static void *fresh_main(void *arg)
@@ -217,6 +215,9 @@ static void *fresh_main(void *arg)
      * runner's release of DONE; the getter reads val after our exit. */
     if (sf__status(atomic_load_explicit(&fr->f->state, memory_order_acquire)) != SF__DONE)
         fr->err = errno != 0 ? errno : EINVAL;
+    /* Relaxed: a wake-up only; the join orders err and f for the getter. */
+    atomic_store_explicit(&fr->over, 1, memory_order_relaxed);
+    sf__futex_wake(&fr->over, 1);
     return NULL;
 }
 
@@ -224,7 +225,7 @@ static void *fresh_main(void *arg)
  * or the new thread's registration's). */
 static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated)
 {
-    struct fresh fr = {f, isolated, 0};
+    struct fresh fr = {f, isolated, 0, 0};
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0)
         return ENOMEM;
@@ -235,8 +236,16 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
     if (e != 0)
         return e;
     SF__BUMP(me->c_fresh_stacks);
-    /* We wait for f there, as a get would (Deadlock). */
+    /* We wait for f there, as a get would (Deadlock), going on with our
+     * parked fibers as they can: the chain may need one of them (park.c).
+     * Relaxed: a hint to stop waiting; the join orders what the new thread
+     * did before our reads. */
     struct link outer = begin_wait(me, f);
+    while (!atomic_load_explicit(&fr.over, memory_order_relaxed)) {
+        if (sf__park_any(me) && sf__park_resume_ready(me, NULL))
+            continue;
+        sf__futex_wait(&fr.over, 0, sf__park_any(me) ? SF__PARKED_NAP_NS : 0);
+    }
     pthread_join(t, NULL);
     end_wait(me, outer);
     return fr.err;
@@ -548,7 +557,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
             err = EDEADLK;
             break;
         }
-        sleep_on(me, f, sf__park_any(me) && nap > NAP_PARKED_NS ? NAP_PARKED_NS : nap);
+        sleep_on(me, f, sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
     if (published)

@@ -26,7 +26,6 @@
 
 #define IDLE_SPINS 128          /* scans before an idle worker sleeps (see idle_spins) */
 #define IDLE_NAP_NS 100000000L  /* belt and braces: rescan every 100 ms */
-#define PARKED_NAP_NS 1000000L  /* ... every 1 ms while fibers are parked */
 #define TAKE_SCAN 256           /* slots looked at per queue */
 
 struct sf__pool sf__pool;
@@ -191,7 +190,7 @@ static void *worker_main(void *arg)
                 sf__trace_flush(me); /* a sleeping thread's lines should be readable */
             /* With fibers parked, look at them again soon: their futures
              * complete without waking us. */
-            sf__futex_wait(&sf__pool.idle_seq, seen, sf__park_any(me) ? PARKED_NAP_NS : IDLE_NAP_NS);
+            sf__futex_wait(&sf__pool.idle_seq, seen, sf__park_any(me) ? SF__PARKED_NAP_NS : IDLE_NAP_NS);
         }
         atomic_fetch_sub_explicit(&sf__pool.idle_sleepers, 1, memory_order_relaxed);
         spins = 0;

@@ -34,6 +34,8 @@
  *   deep        a million nested gets, in bounded memory (peak RSS;
  *               tests/test_meh.c, chain_deep_default_stacks, checks the
  *               depth and the fresh stacks).
+ *   waits       a batch wait and sf_shutdown's drain let a task parked
+ *               beneath them on their thread go on.
  *   latency     as an ordering, not a time: a task's get of a short task
  *               whose thread helped with a long unrelated one returns
  *               before the long task ends; plain code's get returns after
@@ -1382,6 +1384,159 @@ START_TEST(short_get_returns_before_the_long_task_it_helped)
 }
 END_TEST
 
+/* =========================================================================
+ * 8. Other waits go on with the fibers parked on their thread. A task a get
+ * helped with may be parked on the thread when another kind of wait begins
+ * there - a batch wait, sf_shutdown's drain - and that wait may be what
+ * stands between the parked task and its end.
+ *
+ * Batch wait: O, run by this thread's get, gets T1, a task of batch b, and
+ * runs it; T1 gets G, running elsewhere, and parks: its thread helps with H,
+ * O's task, which waits for b - for T1, parked beneath it on the same
+ * thread. G returns once H has started. H's wait must let T1 go on.
+ *
+ * Shutdown: a pool worker runs X, which gets F; sf_shutdown's drain runs E
+ * on this thread, E makes F and gets G1, held elsewhere, so F runs on a
+ * fiber and gets G2, held too. G1 returns once F has started: E goes on and
+ * ends while F stays parked, waiting for G2, which returns once E has ended.
+ * The worker is busy with X until F ends, and F can go on only on this
+ * thread, whose drain waits for the worker.
+ * ========================================================================= */
+
+#define BW_G ((void *)0x61L)
+#define BW_H ((void *)0x62L)
+static atomic_int bw_h_started, bw_g_running;
+static sf_batch *bw_batch;
+static sf_future *bw_t1, *bw_g;
+
+static void *bw_g_task(void *arg)
+{
+    atomic_store(&bw_g_running, 1);
+    return tu_wait_flag(&bw_h_started, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *bw_t1_task(void *arg)
+{
+    (void)arg;
+    return (void *)((long)sf_get(bw_g) + 1);
+}
+
+static void *bw_h_task(void *arg)
+{
+    atomic_store(&bw_h_started, 1);
+    return sf_batch_wait(bw_batch) == 0 ? arg : (void *)(long)-errno;
+}
+
+static void *bw_o_task(void *arg)
+{
+    (void)arg;
+    sf_future *h = sf_do(bw_h_task, BW_H);
+    if (h == NULL)
+        return (void *)-1L;
+    long t1 = (long)sf_get(bw_t1); /* runs T1 here: its get parks, H is helped */
+    void *hv = sf_get(h);
+    sf_release(h);
+    return (void *)(t1 == (long)BW_G + 1 && hv == BW_H ? 1L : 0L);
+}
+
+START_TEST(batch_wait_lets_a_parked_task_of_its_batch_go_on)
+{
+    int threads = 1 + _i;
+    start(threads);
+    hold_workers(threads);
+    struct elsewhere ge;
+    bw_g = run_elsewhere(&ge, bw_g_task, BW_G, &bw_g_running);
+    ck_assert_ptr_nonnull(bw_batch = sf_batch_new());
+    ck_assert_ptr_nonnull(bw_t1 = sf_batch_do(bw_batch, bw_t1_task, NULL));
+    sf_future *o = sf_do(bw_o_task, NULL);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_ptr_eq(sf_get(o), (void *)1L);
+    sf_release(o);
+    ck_assert_ptr_eq(sf_get(bw_t1), (void *)((long)BW_G + 1));
+    sf_release(bw_t1);
+    sf_batch_close(bw_batch);
+    ck_assert_ptr_eq(join_elsewhere(&ge), BW_G);
+    release_workers();
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_ge(s.parks, 1);
+    ck_assert_uint_eq(s.parks, s.resumes);
+    ck_assert_uint_eq(s.created, (uint64_t)(4 + hold_n)); /* G T1 O H */
+    sf_shutdown();
+}
+END_TEST
+
+#define SD_G1 ((void *)0x71L)
+#define SD_G2 ((void *)0x72L)
+static atomic_int sd_g1_running, sd_g2_running, sd_f_started, sd_e_done, sd_x_started;
+static sf_future *sd_g1, *sd_g2;
+static sf_future *_Atomic sd_f;
+static long sd_e_result, sd_x_result;
+
+static void *sd_g1_task(void *arg)
+{
+    atomic_store(&sd_g1_running, 1);
+    return tu_wait_flag(&sd_f_started, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *sd_g2_task(void *arg)
+{
+    atomic_store(&sd_g2_running, 1);
+    return tu_wait_flag(&sd_e_done, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *sd_f_task(void *arg)
+{
+    (void)arg;
+    atomic_store(&sd_f_started, 1);
+    return (void *)((long)sf_get(sd_g2) + 1);
+}
+
+static void *sd_e_task(void *arg)
+{
+    (void)arg;
+    sf_future *f = sf_do(sd_f_task, NULL);
+    atomic_store(&sd_f, f);
+    sd_e_result = f != NULL ? (long)sf_get(sd_g1) : -1; /* helps: F runs on a fiber */
+    atomic_store(&sd_e_done, 1);
+    return NULL; /* F is the worker's to get and release */
+}
+
+static void *sd_x_task(void *arg)
+{
+    (void)arg;
+    atomic_store(&sd_x_started, 1);
+    /* Until F runs (the drain runs E, E's get F): this get must wait for
+     * it, not run it. */
+    if (!tu_wait_flag(&sd_f_started, 3 * WAIT_MS))
+        return (void *)-1L;
+    sf_future *f = atomic_load(&sd_f);
+    sd_x_result = (long)sf_get(f);
+    sf_release(f);
+    return NULL;
+}
+
+START_TEST(shutdown_drain_lets_a_parked_task_go_on)
+{
+    start(2);
+    sf_batch *xb = sf_batch_new();
+    ck_assert_ptr_nonnull(xb);
+    ck_assert_ptr_nonnull(sf_batch_do(xb, sd_x_task, NULL)); /* the worker takes X */
+    ck_assert_msg(tu_wait_flag(&sd_x_started, WAIT_MS), "setup: the worker never took X");
+    /* The worker busy, G1 and G2 run on their own threads. */
+    struct elsewhere g1e, g2e;
+    sd_g1 = run_elsewhere(&g1e, sd_g1_task, SD_G1, &sd_g1_running);
+    sd_g2 = run_elsewhere(&g2e, sd_g2_task, SD_G2, &sd_g2_running);
+    ck_assert_ptr_nonnull(sf_do(sd_e_task, NULL)); /* pending: the drain runs it */
+    sf_shutdown();
+    ck_assert_int_eq(pthread_join(g1e.t, NULL), 0);
+    ck_assert_int_eq(pthread_join(g2e.t, NULL), 0);
+    ck_assert_ptr_eq(g1e.got, SD_G1);
+    ck_assert_ptr_eq(g2e.got, SD_G2);
+    ck_assert_int_eq(sd_e_result, (long)SD_G1);
+    ck_assert_int_eq(sd_x_result, (long)SD_G2 + 1);
+}
+END_TEST
+
 static Suite *park_suite(void)
 {
     Suite *s = suite_create("park");
@@ -1428,6 +1583,12 @@ static Suite *park_suite(void)
     tcase_set_timeout(lat, 60 * slow);
     tcase_add_loop_test(lat, short_get_returns_before_the_long_task_it_helped, 0, 4);
     suite_add_tcase(s, lat);
+
+    TCase *waits = tcase_create("waits");
+    tcase_set_timeout(waits, 60 * slow);
+    tcase_add_loop_test(waits, batch_wait_lets_a_parked_task_of_its_batch_go_on, 0, 2);
+    tcase_add_test(waits, shutdown_drain_lets_a_parked_task_go_on);
+    suite_add_tcase(s, waits);
     return s;
 }
 
