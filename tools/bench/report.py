@@ -56,11 +56,14 @@ FORK_JOIN_RUNTIMES = ("libsf", "libsf-task")
 # checked - but the failures show in the table's *runs* cell, in a section
 # of their own and in the goal "pipe: 0 failed gets".
 PIPE_WORKLOAD = "pipe"
-# The latency inversion of help-first waiting (libsf @2 only): its RESULT
-# line's medians are the measurement, not its time, so it has no table row
-# of the workload; its rows are a section of their own.
+# When a get returns after its thread helped with a long task (libsf @2
+# only): its RESULT line's medians are the measurement, not its time, so it
+# has no table row of the workload; its rows are a section of their own.
+# A variant's fields are lat_<name>_us and lat_<name>_raced, "-" read as "_".
 LATENCY_WORKLOAD = "latency"
-LATENCY_VARIANTS = (("busy", "L computes"), ("blocked", "L blocks in a get of B"))
+LATENCY_VARIANTS = (("busy", "G's get; L computes"),
+                    ("blocked", "G's get; L blocks in a get of B"),
+                    ("blocked-plain", "the main thread's own get; L blocks in a get of B"))
 
 
 def parse_kv(line):
@@ -359,30 +362,35 @@ def main():
                 ", ".join(r.get("pipe_lost", "?") for r in c.ok) or "-"))
         P("")
 
-    # The latency inversion: medians of the runs' medians, per variant.
+    # Get latency: medians of the runs' medians, per variant.
     lat = cells.get((LATENCY_WORKLOAD, 2, "libsf"))
     if lat:
-        P("Latency inversion (`latency`, libsf @2): the main thread gets a short task S "
-          "(~50 us) that the pool's worker runs, while a long task L is pending in its own "
-          "queue: its get helps by running L. Timed: from S's end to the get's return, the "
-          "median of a run's rounds (raced rounds, where L had not started when S ended, left "
-          "out); *median us* is the median of the runs' medians, *L us* L's median length in "
-          "the busy variant. In the blocked one L gets a future B that another thread runs "
-          "until L's length after S's end. A get that runs L on top of its frame returns about "
-          "L us after S's end in both; one that parks a blocked L returns early in the blocked "
-          "one. Runs: %s." % lat.status())
+        P("Get latency (`latency`, libsf @2): a get of a short task S (~50 us) that the pool's "
+          "worker runs, while a long task L is pending in the getter's thread: the get finds S "
+          "running and helps by running L on another fiber. Timed: from S's end to the get's "
+          "return, the median of a run's rounds (raced rounds, where L had not started when S "
+          "ended, left out); *median us* is the median of the runs' medians, *L us* L's median "
+          "length in the busy variant. The getter is G, a task the main thread runs inline, in "
+          "busy and blocked, and the main thread's own get (plain code) in blocked-plain; in "
+          "the blocked variants L gets a future B that another thread runs until L's length "
+          "after S's end. busy: bounded by L, which the getter's thread is running and cannot "
+          "interrupt (about L us). blocked: L's get parks, and G's get returns once S is done, "
+          "at its thread's next scheduling point (far below L us). blocked-plain: a get called "
+          "outside any task returns only after the work its thread took on, L included (about "
+          "L us; docs/waiting.md, When a get returns). Runs: %s." % lat.status())
         P("")
         P("| variant | median us | per run | L us | raced rounds |")
         P("|---|---:|---|---:|---|")
+        lens = [float(r["lat_long_us"]) for r in lat.ok if "lat_long_us" in r]
         for v, what in LATENCY_VARIANTS:
-            vals = [float(r["lat_%s_us" % v]) for r in lat.ok
-                    if float(r.get("lat_%s_us" % v, -1)) >= 0]
-            lens = [float(r["lat_long_us"]) for r in lat.ok if "lat_long_us" in r]
+            key = v.replace("-", "_")
+            vals = [float(r["lat_%s_us" % key]) for r in lat.ok
+                    if float(r.get("lat_%s_us" % key, -1)) >= 0]
             P("| %s (%s) | %s | %s | %s | %s |" % (
                 v, what, "%.0f" % statistics.median(vals) if vals else "-",
                 ", ".join("%.0f" % x for x in vals) or "-",
                 "%.0f" % statistics.median(lens) if lens else "-",
-                ", ".join(r.get("lat_%s_raced" % v, "?") for r in lat.ok) or "-"))
+                ", ".join(r.get("lat_%s_raced" % key, "?") for r in lat.ok) or "-"))
         P("")
 
     # Failures.

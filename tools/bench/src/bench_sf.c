@@ -406,30 +406,41 @@ static void *knapsack(void *arg)
 /*
  * Stage 0, a thread of the program, makes sf_do(pipe_work, i) for every item
  * and puts the futures in a bounded ring; stage k (0 < k < stages - 1),
- * another thread, takes ring k - 1's futures in order and puts
- * sf_do(pipe_pass, f) in ring k: a task that gets the handed future with a
- * plain get (sf_wait: sf_get with the failure as the return value), releases
- * it and transforms the value; the main thread, the last stage, gets ring
+ * another thread, takes ring k - 1's futures in order and puts a future of
+ * the item's next value in ring k; the main thread, the last stage, gets ring
  * stages - 2's futures in order and checks every value (common.h,
  * bench_pipe_expect). tests/test_memory's pipeline, with work in every task.
  *
- * Who runs what: the stage threads never get, so nothing they queue is ever
- * submitted, and idle pool workers take only submitted tasks (laziness). The
- * main thread's get claims the last stage's task, whose get claims the one
- * before, and so on: today every task runs inline on the main thread, one
- * item after the other (sf_stats: all inline), and no get blocks.
+ * A middle stage hands most items on in a task and gets the rest itself:
+ * item i when i % 4 == k % 4 (pipe_direct), a quarter of its items, and
+ * neighbouring stages get different quarters.
+ *   - handed on: sf_do(pipe_pass, f), a task that gets the handed future
+ *     with a plain get (sf_wait: sf_get with the failure as the return
+ *     value), releases it, works on the value and returns its next one;
+ *   - got directly: the stage thread gets f itself (plain code, an
+ *     outermost get), does the same work on the value and puts
+ *     sf_do(pipe_next, its next value), a task that only returns it.
  *
- * Where tasks do run on several threads, a plain get in a pass task may close
- * a cycle of gets (sf.h, Help-first waiting): a blocked getter helps by
- * starting another pass task, which may wait for a task running beneath a
- * frame that waits for the first. The get that closes it fails with EDEADLK.
- * The benchmark counts such gets (pipe_failed_gets in the RESULT line) and
- * goes on: the pass task fails with PIPE_LOST, every later stage passes that
- * on, and the main thread counts the items it lost (pipe_lost); every other
- * item is checked exactly. Any other failure is an error (exit 3).
+ * Who runs what: a stage thread's direct get submits the pass tasks it
+ * queued since its last one, so idle pool workers take them (oldest first)
+ * and the pipeline runs on every thread. A get - the stage thread's, the main
+ * thread's or a pass task's - whose future has not started runs it itself; one
+ * whose future runs on another thread helps: it parks and runs other pending
+ * work on another fiber of its thread until the future is done
+ * (docs/waiting.md). The outermost gets (the stage threads' and the main
+ * thread's) return once the work they took on has finished too.
+ *
+ * A get fails with EDEADLK only when the program's own gets form a cycle, and
+ * this pipeline's never do: no get may fail. The benchmark counts such gets
+ * anyway (pipe_failed_gets in the RESULT line, 0 in a correct run) and goes
+ * on, so that a regression shows without failing the run: a pass task whose
+ * get failed fails with PIPE_LOST, a stage that got directly hands on
+ * sf_do(pipe_lost) (a task that fails with PIPE_LOST), every later stage
+ * passes that on, and the main thread counts the items it lost (pipe_lost);
+ * every other item is checked exactly. Any other failure is an error (exit 3).
  */
 #define PIPE_RING 1024
-#define PIPE_LOST 1000 /* a pass task's failure code: an earlier stage's get failed */
+#define PIPE_LOST 1000 /* a lost item's failure code: an earlier stage's get failed */
 
 /*
  * A bounded ring between two threads: one puts, one takes. Either may have to
@@ -542,12 +553,44 @@ static void *pipe_pass(void *arg)
     return (void *)(uintptr_t)bench_pipe_next(v);
 }
 
+/* A directly got item's next value, as a future to hand on. */
+static void *pipe_next(void *arg)
+{
+    return (void *)(uintptr_t)bench_pipe_next((uint64_t)(uintptr_t)arg);
+}
+
+/* A directly got item whose get failed: lost, as a pass task's. */
+static void *pipe_lost(void *arg)
+{
+    (void)arg;
+    sf_fail(PIPE_LOST, NULL);
+    return NULL;
+}
+
+/* Whether middle stage k gets item i itself (see pipe above). */
+static bool pipe_direct(long k, long i)
+{
+    return i % 4 == k % 4;
+}
+
 static void *pipe_stage(void *arg)
 {
     long k = (long)(intptr_t)arg;
     for (long i = 0; i < P.items; i++) {
-        sf_future *f = k == 0 ? do_or_die(pipe_work, (void *)(intptr_t)i)
-                              : do_or_die(pipe_pass, pipe_take(&pipe_rings[k - 1]));
+        sf_future *f;
+        if (k == 0) {
+            f = do_or_die(pipe_work, (void *)(intptr_t)i);
+        } else if (!pipe_direct(k, i)) {
+            f = do_or_die(pipe_pass, pipe_take(&pipe_rings[k - 1]));
+        } else {
+            uint64_t v;
+            if (pipe_get(pipe_take(&pipe_rings[k - 1]), &v) != 0) {
+                f = do_or_die(pipe_lost, NULL);
+            } else {
+                bench_spin(v, P.iters);
+                f = do_or_die(pipe_next, (void *)(uintptr_t)v);
+            }
+        }
         pipe_put(&pipe_rings[k], f);
     }
     return NULL;
@@ -594,31 +637,43 @@ static uint64_t run_pipe(unsigned long *lost_out)
 
 /* ---- latency: a short task's get, behind a long task it helps with ------ */
 /*
- * Help-first waiting's latency inversion (sf.h, sf_get_isolated): a get whose
- * task runs on another thread runs the getter's pending work meanwhile and
- * returns only after the task it started there ends. Each round, the main
- * thread makes S (short iterations) and has the pool's one worker start it
- * (threads=2), makes L (long_factor x short), which stays pending in its own
- * queue, and gets S while S runs: the get helps by running L. Timed: from
- * S's end (its last act reads the clock) to the get's return. Two variants,
- * `rounds` rounds each:
- *   busy:    L computes;
- *   blocked: L gets a future B that another thread of the program (H) runs,
- *            and B ends L's length after S has ended (it waits for S's end,
- *            then computes as long as L).
- * With the get running L on top of its frame, both return about L's length
- * after S ended. A get that parks its frame while L blocks (and runs L on
- * another stack) returns early in the blocked variant; the busy one stays
- * bounded by L, which the getter is running. A round where L had not started
- * when S ended measured nothing (the get found S done): it is counted as
- * raced and left out.
+ * How soon a get returns when its thread helps with a long task meanwhile
+ * (docs/waiting.md, When a get returns). Each round, the main thread makes S
+ * (short iterations) and has the pool's one worker start it (threads=2), then
+ * makes L (long_factor x short), which stays pending in its own queue, and S
+ * is got while it runs: the getter finds S running on the worker and helps by
+ * running L on another fiber of its thread. Timed: from S's end (its last act
+ * reads the clock) to the getter's return. Three variants, `rounds` rounds
+ * each:
+ *   busy:          L computes. The getter is G, a task the main thread makes
+ *                  after L and gets: G is its newest task, so the main
+ *                  thread's get runs G inline, and G gets S. G's get returns
+ *                  when L ends: L computes without waiting, and a running
+ *                  task is not interrupted (about L's length after S's end).
+ *   blocked:       the same, but L gets a future B that another thread of the
+ *                  program (H) runs, and B ends L's length after S has ended
+ *                  (it waits for S's end, then computes as long as L). L's get
+ *                  parks, and G's get, a get inside a task, returns once S is
+ *                  done and its thread reaches a scheduling point: soon after
+ *                  S's end, while L still waits for B (L's get, asleep on B,
+ *                  looks at its thread's parked fibers at least every
+ *                  millisecond).
+ *   blocked-plain: blocked with the main thread's own get of S as the getter,
+ *                  plain code's get: it returns only once the work its thread
+ *                  took on has finished, L included (about L's length after
+ *                  S's end).
+ * A round where L had not started when S ended measured nothing (the getter
+ * found S done): it is counted as raced and left out.
  */
+enum lat_kind { LAT_BUSY, LAT_BLOCKED, LAT_BLOCKED_PLAIN };
+
 static struct {
     atomic_int s_started, go, b_started;
     atomic_llong s_end, l_start, l_end; /* CLOCK_MONOTONIC ns; 0: not yet */
-    _Atomic(sf_future *) b;      /* the blocked variant's B, made by H */
-    atomic_long h_round;         /* main -> H: run round r's B (r + 1) */
-    atomic_long h_done;          /* H -> main: round r's B got (r + 1) */
+    atomic_llong g_ret;          /* when G's get of S returned */
+    _Atomic(sf_future *) b;      /* the blocked variants' B, made by H */
+    atomic_long h_round;         /* main -> H: run the B of round id (0: none yet) */
+    atomic_long h_done;          /* H -> main: round id's B got */
 } lat;
 static atomic_long lat_wrong; /* wrong values, counted by main and H */
 
@@ -655,8 +710,8 @@ static void *lat_nop(void *arg) { return arg; }
 static void *lat_short(void *arg)
 {
     atomic_store(&lat.s_started, 1);
-    /* Held until the main thread is about to get S, so that its get finds
-     * S running and L pending. */
+    /* Held until the getter is about to get S, so that its get finds S
+     * running and L pending. */
     while (!atomic_load(&lat.go))
         ;
     bench_spin(1, P.short_iters);
@@ -694,18 +749,29 @@ static void *lat_long_blocked(void *arg)
     return r == arg ? arg : NULL;
 }
 
-/* H: each round of the blocked variant, makes B and runs it by getting it. */
+/* G: the getter as a task; arg is S. Returns S's value. */
+static void *lat_getter(void *arg)
+{
+    void *v = sf_get(arg); /* S runs on the worker: helps, running L */
+    atomic_store(&lat.g_ret, lat_now());
+    return v;
+}
+
+/* H: each round of the blocked variants, makes B and runs it by getting it. */
 static void *lat_h(void *arg)
 {
     (void)arg;
-    for (long r = 0; r < P.rounds; r++) {
-        while (atomic_load(&lat.h_round) != r + 1)
+    long last = 0;
+    for (long n = 0; n < 2 * P.rounds; n++) {
+        long id;
+        while ((id = atomic_load(&lat.h_round)) == last)
             lat_nap();
-        sf_future *b = do_or_die(lat_b, (void *)(intptr_t)(r + 1));
+        last = id;
+        sf_future *b = do_or_die(lat_b, (void *)(intptr_t)id);
         atomic_store(&lat.b, b);
-        if (sf_get(b) != (void *)(intptr_t)(r + 1))
+        if (sf_get(b) != (void *)(intptr_t)id)
             lat_wrong++;
-        atomic_store(&lat.h_done, r + 1);
+        atomic_store(&lat.h_done, id);
     }
     return NULL;
 }
@@ -726,9 +792,11 @@ static double lat_median_us(long long *v, long n)
 }
 
 /* One variant: `rounds` rounds; puts the median latency (us), the rounds
- * that raced and, for busy, L's median length (us). */
-static void lat_variant(bool blocked, double *median_us, long *raced, double *long_us)
+ * that raced and, for busy, L's median length (us). Round r of the variant
+ * is round id kind x rounds + r + 1: the value S, L, G and B return. */
+static void lat_variant(enum lat_kind kind, double *median_us, long *raced, double *long_us)
 {
+    bool blocked = kind != LAT_BUSY, plain = kind == LAT_BLOCKED_PLAIN;
     long long *ns = malloc((size_t)P.rounds * sizeof *ns);
     long long *len = malloc((size_t)P.rounds * sizeof *len);
     if (!ns || !len)
@@ -736,35 +804,47 @@ static void lat_variant(bool blocked, double *median_us, long *raced, double *lo
     long n = 0, nlen = 0;
     *raced = 0;
     for (long r = 0; r < P.rounds; r++) {
+        long id = (long)kind * P.rounds + r + 1;
+        void *want = (void *)(intptr_t)id;
         atomic_store(&lat.s_started, 0);
         atomic_store(&lat.go, 0);
         atomic_store(&lat.b_started, 0);
         atomic_store(&lat.s_end, 0);
         atomic_store(&lat.l_start, 0);
+        atomic_store(&lat.g_ret, 0);
         /* S, then a get of a task made after it: the get submits S, the idle
          * worker takes it (oldest first) and this thread runs the other. */
-        sf_future *s = do_or_die(lat_short, (void *)(intptr_t)(r + 1));
+        sf_future *s = do_or_die(lat_short, want);
         get_release(do_or_die(lat_nop, NULL));
         lat_await(&lat.s_started, "a pool worker starting S");
         if (blocked) {
             /* B runs on H before L exists; the worker is busy with S, so
              * H's get keeps B to itself. */
-            atomic_store(&lat.h_round, r + 1);
+            atomic_store(&lat.h_round, id);
             lat_await(&lat.b_started, "H starting B");
         }
-        sf_future *l = do_or_die(blocked ? lat_long_blocked : lat_long_busy,
-                                 (void *)(intptr_t)(r + 1));
-        atomic_store(&lat.go, 1);
-        void *v = sf_get(s); /* helps: runs L */
-        long long ret = lat_now();
-        if (v != (void *)(intptr_t)(r + 1))
-            lat_wrong++;
-        if (get_release(l) != (uint64_t)(r + 1))
+        sf_future *l = do_or_die(blocked ? lat_long_blocked : lat_long_busy, want);
+        long long ret;
+        if (plain) {
+            atomic_store(&lat.go, 1);
+            void *v = sf_get(s); /* helps: runs L, and returns after it */
+            ret = lat_now();
+            if (v != want)
+                lat_wrong++;
+        } else {
+            /* G is this thread's newest task: the get runs it inline. */
+            sf_future *g = do_or_die(lat_getter, s);
+            atomic_store(&lat.go, 1);
+            if (get_release(g) != (uint64_t)id) /* returns after L: outermost */
+                lat_wrong++;
+            ret = atomic_load(&lat.g_ret);
+        }
+        if (get_release(l) != (uint64_t)id)
             lat_wrong++;
         long long s_end = atomic_load(&lat.s_end), l_start = atomic_load(&lat.l_start);
         sf_release(s);
         if (blocked) {
-            while (atomic_load(&lat.h_done) != r + 1)
+            while (atomic_load(&lat.h_done) != id)
                 lat_nap();
             sf_release(atomic_load(&lat.b));
         } else {
@@ -783,23 +863,25 @@ static void lat_variant(bool blocked, double *median_us, long *raced, double *lo
 }
 
 struct lat_result {
-    double busy_us, blocked_us, long_us;
-    long busy_raced, blocked_raced;
+    double busy_us, blocked_us, blocked_plain_us, long_us;
+    long busy_raced, blocked_raced, blocked_plain_raced;
 };
 
-/* Returns 2 x rounds less the wrong values its gets saw (S's, L's, B's). */
+/* Returns 3 x rounds less the wrong values its gets saw (S's or G's, L's,
+ * B's). */
 static uint64_t run_latency(struct lat_result *res)
 {
-    lat_variant(false, &res->busy_us, &res->busy_raced, &res->long_us);
+    lat_variant(LAT_BUSY, &res->busy_us, &res->busy_raced, &res->long_us);
     pthread_t h;
     if (pthread_create(&h, NULL, lat_h, NULL) != 0) {
         fprintf(stderr, "libsf: latency: pthread_create failed\n");
         exit(3);
     }
-    lat_variant(true, &res->blocked_us, &res->blocked_raced, NULL);
+    lat_variant(LAT_BLOCKED, &res->blocked_us, &res->blocked_raced, NULL);
+    lat_variant(LAT_BLOCKED_PLAIN, &res->blocked_plain_us, &res->blocked_plain_raced, NULL);
     pthread_join(h, NULL);
     long wrong = atomic_load(&lat_wrong);
-    return (uint64_t)(2 * P.rounds - (wrong < 2 * P.rounds ? wrong : 2 * P.rounds));
+    return (uint64_t)(3 * P.rounds - (wrong < 3 * P.rounds ? wrong : 3 * P.rounds));
 }
 
 int main(int argc, char **argv)
@@ -930,8 +1012,10 @@ int main(int argc, char **argv)
         t0 = bench_now();
         got = run_latency(&lat_res);
         t1 = bench_now();
-        want = (uint64_t)(2 * P.rounds);
-        tasks = (uint64_t)P.rounds * 7; /* S, the submitting task, L; and B */
+        want = (uint64_t)(3 * P.rounds);
+        /* each round S, the submitting task and L; G in busy and blocked,
+         * B in blocked and blocked-plain */
+        tasks = (uint64_t)P.rounds * (4 + 5 + 4);
         latency = true;
     } else {
         bench_usage(argv[0]);
@@ -942,24 +1026,26 @@ int main(int argc, char **argv)
     unsigned long long created = s1.created - s0.created;
     snprintf(extra, sizeof extra,
              "sf_created=%llu\tsf_inline=%llu\tsf_pool=%llu\tsf_stolen=%llu\t"
-             "sf_discarded=%llu\tsf_blocked=%llu\tsf_sleeps=%llu\tsf_peak_busy=%d\t"
-             "sf_workers=%d",
+             "sf_discarded=%llu\tsf_blocked=%llu\tsf_sleeps=%llu\tsf_parks=%llu\t"
+             "sf_peak_busy=%d\tsf_workers=%d",
              created, (unsigned long long)(s1.run_inline - s0.run_inline),
              (unsigned long long)(s1.run_pool - s0.run_pool),
              (unsigned long long)(s1.run_stolen - s0.run_stolen),
              (unsigned long long)(s1.discarded - s0.discarded),
              (unsigned long long)(s1.gets_blocked - s0.gets_blocked),
-             (unsigned long long)(s1.sleeps - s0.sleeps), s1.peak_busy, s1.workers);
+             (unsigned long long)(s1.sleeps - s0.sleeps),
+             (unsigned long long)(s1.parks - s0.parks), s1.peak_busy, s1.workers);
     if (pipe) /* failed gets: counted, not a wrong result (see pipe above) */
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                  "\tpipe_failed_gets=%lu\tpipe_lost=%lu", atomic_load(&pipe_failed_gets),
                  pipe_lost);
     if (latency) /* libsf only: no time compared across runtimes */
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
-                 "\tlat_busy_us=%.1f\tlat_blocked_us=%.1f\tlat_long_us=%.1f\tlat_busy_raced=%ld"
-                 "\tlat_blocked_raced=%ld",
-                 lat_res.busy_us, lat_res.blocked_us, lat_res.long_us, lat_res.busy_raced,
-                 lat_res.blocked_raced);
+                 "\tlat_busy_us=%.1f\tlat_blocked_us=%.1f\tlat_blocked_plain_us=%.1f"
+                 "\tlat_long_us=%.1f\tlat_busy_raced=%ld\tlat_blocked_raced=%ld"
+                 "\tlat_blocked_plain_raced=%ld",
+                 lat_res.busy_us, lat_res.blocked_us, lat_res.blocked_plain_us, lat_res.long_us,
+                 lat_res.busy_raced, lat_res.blocked_raced, lat_res.blocked_plain_raced);
     int rc = bench_report(RUNTIME_NAME, &P, t1 - t0, tasks, got, want, extra);
     /* A loop makes its participants, not one task per item. */
     if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != tasks)) {

@@ -49,17 +49,19 @@
  *   pipe     items=200000 stages=4 iters=1000
  *                                    a pipeline of `stages` program threads:
  *                                    stage 0 makes items futures of iters spin
- *                                    iterations, each later one wraps the
- *                                    previous stage's futures in tasks that get
- *                                    them (iters each), the main thread (the
- *                                    last stage) gets them in order (bench_sf,
- *                                    bench_seq only)
+ *                                    iterations, each later one gets a
+ *                                    quarter of the previous stage's futures
+ *                                    itself and wraps the others in tasks that
+ *                                    get them (iters each), the main thread
+ *                                    (the last stage) gets them in order
+ *                                    (bench_sf, bench_seq only)
  *   latency  rounds=50 short=50000 long_factor=400  (threads=2)
  *                                    a get of a short task (short iterations)
- *                                    run by a pool worker while the getter
- *                                    helps with a long one (long_factor x
- *                                    short), the long one computing or blocked
- *                                    in a get (bench_sf only)
+ *                                    run by a pool worker while the getter's
+ *                                    thread helps with a long one (long_factor
+ *                                    x short): the long one computing or
+ *                                    blocked in a get, the getter a task or
+ *                                    (blocked) plain code (bench_sf only)
  *   calib                            (bench_seq only) prints ns per spin iteration
  */
 #ifndef BENCH_COMMON_H
