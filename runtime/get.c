@@ -10,11 +10,14 @@
  *  3. f PENDING, in this thread's queue or any other: claim it and run it
  *     here (wait inlining, as in Duffy's work-stealing pool; direct
  *     execution at the cap, as in Sonic Field's scheduler).
- *  4. f RUNNING elsewhere: help. Run this thread's own newest pending task,
- *     else the oldest pending task of another thread (the global pending
- *     set), and look at f again after each. With nothing to run: spin,
- *     yield, then sleep on f's state word until the runner wakes us, with a
- *     timeout that makes us look for new work now and then.
+ *  4. f RUNNING elsewhere: help. Resume a parked fiber of this thread whose
+ *     future is done; else claim this thread's own newest pending task, or
+ *     the oldest pending task of another thread (the global pending set),
+ *     and run it on another fiber while this one parks (park.c); look at f
+ *     again each time this fiber goes on. With nothing to run: spin, yield,
+ *     then sleep on f's state word until the runner wakes us, with a
+ *     timeout that makes us look for new work (and at parked fibers) now
+ *     and then.
  *
  * Deadlock freedom (the "embrace of meh"), enforced by steps 3 and 4. A get
  * never waits for a task that nobody will start. If f has not started it is
@@ -35,15 +38,9 @@
  * (SF__STEAL_PRIVATE), so every task not yet started stays within its reach
  * whatever its owner is doing.
  *
- * The help-first limitation (documented in sf.h and README): a thread that
- * runs a task while it waits cannot return to its own wait before that task
- * ends. A program in which that helped task waits, directly or not, for the
- * waiting thread's own unfinished frame - only possible when futures are
- * handed to tasks that did not make them, siblings included - can stall, for
- * ever if the helped task needs that frame (then Deadlock, below, fails the
- * get that closed the cycle). Tree-shaped fork-join code, where each task
- * gets only the futures it made itself, cannot: a task a blocked get helps
- * with needs nothing below it.
+ * Helping never makes this wait depend on the helped work: it runs on
+ * another fiber, and this one goes on once f is done whatever that work is
+ * doing (park.c: why only the program's own cycles of gets deadlock).
  */
 #include "get.h"
 
@@ -59,19 +56,18 @@
 
 
 /*
- * Deadlock. A get that can never return: f runs on a thread that waits,
- * through a chain of gets, for a task running on this very thread below
- * the get - its own future, or one of the futures of its callers. Help-first
- * means a thread returns to an outer frame only when the inner one ends, so
- * the links are: f RUNNING names its runner (val, run.h); a thread names the
- * future its innermost get waits for (waiting_on, with a stamp from a global
- * clock), published when that get first sleeps - a get stuck in a cycle
- * sleeps sooner or later, and one that never sleeps pays nothing - and NULL
- * while the thread runs a helped task: such a task sits above the wait and
- * does not depend on it, while everything below does. A chain that comes
- * back to this thread is a cycle. Nobody on a cycle can go on; to break it,
- * the get that closed it - the one that went to sleep last - fails with
- * EDEADLK, and the others complete once its task goes on.
+ * Deadlock. A get that can never return: f runs on a fiber that waits,
+ * through a chain of gets, for a task running on this very fiber below the
+ * get - its own future, or one of the futures of its callers. A fiber goes
+ * back to an outer frame only when the inner one ends, and helped work runs
+ * on other fibers, so the links are: f RUNNING names the fiber it runs on
+ * (val, run.h); a fiber names the future its innermost get waits for
+ * (waiting_on, with a stamp from a global clock), published when that get
+ * parks or first sleeps - a get stuck in a cycle does one or the other
+ * sooner or later, and one that does neither pays nothing. A chain that
+ * comes back to this fiber is a cycle. Nobody on a cycle can go on; to
+ * break it, the get that closed it - the one that went to sleep last -
+ * fails with EDEADLK, and the others complete once its task goes on.
  *
  * No false cycle: links are read one at a time while threads move, so a
  * chain counts only if the same chain, link for link (states with their
@@ -177,17 +173,17 @@ static void end_wait(struct sf__thread *me, struct link outer)
 /*
  * Deep chains. Running the awaited task is never refused, so a chain of
  * nested gets nests as deep as the program recurses, and a million levels do
- * not fit any stack. A get whose frame is below its thread's red line (the
- * last quarter of the stack, registry.c; sf__stack_room) runs its task on a fresh stack
- * instead: a new thread, registered like any foreign thread, gets f there -
- * claiming it and running it, or helping and waiting like any getter - while
- * this thread waits in pthread_join. A chain thus continues on a new stack
- * each time one fills, and the threads end as the chain unwinds. A thread
- * rather than a swapped context: the sanitizers, debuggers and the trace all
- * understand threads, and the cost (one pthread_create per stack's worth of
- * levels) is paid only by programs that would otherwise crash. Deadlock
- * freedom is unchanged: the blocked thread holds no lock, and its pending
- * tasks stay claimable by anyone (top comment).
+ * not fit any stack. A get whose frame is below its stack's red line (the
+ * last quarter of the stack, registry.c; sf__stack_room) runs its task on a
+ * fresh stack instead: a fiber of this thread (get_on_fiber) gets f there -
+ * claiming it and running it, or helping and waiting like any getter -
+ * while this one parks until f is done. A chain thus continues on a new
+ * stack each time one fills, and the fibers go back to the spares as it
+ * unwinds. A thread that has no fiber left (SF__FIBERS parked, or no
+ * memory) starts a new thread instead, registered like any foreign thread,
+ * and waits for it, going on meanwhile with its parked fibers as they can.
+ * Deadlock freedom is unchanged: the waiting fiber holds no lock, and its
+ * pending tasks stay claimable by anyone (top comment).
  */
 struct fresh {
     sf_future *f;
@@ -266,9 +262,10 @@ static bool stack_exhausted(const struct sf__thread *me)
 
 /*
  * Isolation. Helping means a get may start any pending task, however long,
- * and return only when it ends: a get of a 0.3 s task can take 2 s because
- * it helped with an unrelated 2 s one, and code that waits while holding a
- * lock may run a task that wants the same lock. An isolated get
+ * and a helped task that computes without waiting runs to its end before
+ * the get's fiber can go on: a get of a 0.3 s task can take 2 s because its
+ * thread helped with an unrelated 2 s one, and code that waits while
+ * holding a lock may run a task that wants the same lock. An isolated get
  * (sf_get_isolated) helps only with the work of its own task, as oneTBB's
  * this_task_arena::isolate does: a task belongs to a region (f->region),
  * inherited from the task that made it (sf_do stamps the maker's
@@ -284,12 +281,8 @@ static bool stack_exhausted(const struct sf__thread *me)
  * its own with the closed bit: its caller and its participants help only
  * with the loop's work, and a thread outside it - a get in no region
  * included - never runs a participant or anything a body made while it
- * waits; only idle workers (and the loop's own threads) take them. So no
- * unrelated wait ever sits below loop work on a thread's stack, and a body
- * that gets a future made outside the loop (handed over) cannot close a
- * help-first cycle through the loop: the handed task's runner never has a
- * participant above it, and the loop's threads never run a handed task as
- * help (tests/test_combined).
+ * waits; only idle workers (and the loop's own threads) take them. A body
+ * may get a future made outside the loop (tests/test_combined).
  */
 static _Atomic uint32_t last_region;
 

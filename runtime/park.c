@@ -22,7 +22,11 @@
  *     on, newest first, else finds more work, else resumes the newest parked
  *     fiber, which goes back to its own wait;
  *   - a get waits (get.c): before it helps or sleeps it resumes a parked
- *     fiber that can go on (sf__park_resume_ready), itself parking;
+ *     fiber that can go on (sf__park_resume_ready), itself parking; so do
+ *     the other waits in libsf - a batch wait (batch_api.c), a get waiting
+ *     for a fresh-stack thread (get.c), sf_shutdown's drain waiting for
+ *     busy workers (lifecycle.c) - since the parked fiber may be what they
+ *     wait for;
  *   - a pool worker's loop, between tasks (pool.c);
  *   - an outermost call about to return to the program (lifecycle.h,
  *     SF__OUTERMOST), a pool worker or a fresh stack about to end: they
@@ -52,7 +56,9 @@
  * scheduling point, which comes: a fiber whose job ended, a get that waits,
  * a worker between tasks, an outermost call that drains all reach one, and
  * a sleeping thread looks again within a bounded nap while it has parked
- * fibers (get.c, NAP_PARKED_NS). A closed chain is a cycle of gets the
+ * fibers (SF__PARKED_NAP_NS) - as long as the program's tasks wait for
+ * other tasks only through libsf (below: a task blocked elsewhere holds
+ * its thread). A closed chain is a cycle of gets the
  * program made: task A waits for B while B waits for A. The nesting of
  * frames on one fiber is the program's own too (a get runs a task that has
  * not started in its own frame, get.c step 3): helping never nests. Such a
@@ -74,10 +80,17 @@
  * What parking does not bound: a fiber that runs a long task cannot be
  * interrupted, so a parked fiber whose future completes goes on when that
  * task ends or itself waits. A get's latency is bounded by its own task and
- * the one helped task running when it completed - not by everything that
- * ran on top of it, as with stacking. And a frame resumed while fibers it
- * parked above stay parked (their futures still running) returns to its
- * caller first: those fibers go on at the thread's next scheduling point.
+ * the one helped task running when it completed, not by everything its
+ * thread took on meanwhile. A frame resumed while fibers parked after it
+ * stay parked (their futures still running) returns to its caller first:
+ * those fibers go on at the thread's next scheduling point - or before an
+ * outermost call returns, which is what bounds plain code's gets. So a task
+ * that blocks outside libsf (a mutex, a barrier) holds up the work parked
+ * on its thread until it returns or waits in libsf again; one that blocks
+ * that way on something needing that work stalls (docs/waiting.md,
+ * "Blocking outside libsf"). Fibers pinned to their thread cannot do
+ * otherwise; moving a parked fiber to another thread would change its TLS
+ * and errno in the middle of a task.
  */
 #include "park.h"
 

@@ -217,12 +217,14 @@ START_TEST(blocked_get_sleeps_and_wakes)
 END_TEST
 
 /*
- * Helping nests, and must stop before the stack ends. Many independent tasks
- * each get one shared future that runs for a while on another thread: the
- * first blocked get helps by running the next pending task, which blocks on
- * the same future and helps in turn. The program nests two deep; unbounded
- * helping nested once per task and overflowed an 8 MiB stack at about
- * 29,000 tasks. Every task must finish, once, with the shared value.
+ * Helping must stay bounded. Many independent tasks each get one shared
+ * future that runs for a while on another thread: the first blocked get
+ * helps by running the next pending task, which blocks on the same future
+ * and helps in turn - each on a fiber of its own, the one below parked. The
+ * program nests two deep; helping that stacked each task on the last would
+ * nest once per task and overflow an 8 MiB stack at about 29,000 tasks. A
+ * thread parks at most 64 fibers; beyond, a get sleeps. Every task must
+ * finish, once, with the shared value.
  */
 /* A sanitizer's tenfold cost makes the million a quarter million there. */
 static const long nest_counts[] = {100000, TU_SANITIZED ? 250000 : 1000000};
@@ -289,13 +291,13 @@ static void helping_stays_on_the_stack(int threads, long n)
     sf_shutdown();
 }
 
-START_TEST(helping_nests_within_the_stack_1_thread)
+START_TEST(helping_stays_bounded_1_thread)
 {
     helping_stays_on_the_stack(1, nest_counts[_i]);
 }
 END_TEST
 
-START_TEST(helping_nests_within_the_stack_2_threads)
+START_TEST(helping_stays_bounded_2_threads)
 {
     helping_stays_on_the_stack(2, nest_counts[_i]);
 }
@@ -313,8 +315,8 @@ static Suite *help_suite(void)
     suite_add_tcase(s, tc);
     TCase *deep = tcase_create("deep");
     tcase_set_timeout(deep, TU_SANITIZED ? 300 : 120);
-    tcase_add_loop_test(deep, helping_nests_within_the_stack_1_thread, 0, 2);
-    tcase_add_loop_test(deep, helping_nests_within_the_stack_2_threads, 0, 2);
+    tcase_add_loop_test(deep, helping_stays_bounded_1_thread, 0, 2);
+    tcase_add_loop_test(deep, helping_stays_bounded_2_threads, 0, 2);
     suite_add_tcase(s, deep);
     return s;
 }

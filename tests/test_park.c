@@ -2,14 +2,14 @@
  * test_park.c - a blocked get must not make its thread's stack a cycle the
  * program does not have.
  *
- * Today a get whose task runs on another thread helps: it runs another
- * pending task on top of its own frame and can return only when that task
- * ends (sf.h, "Help-first waiting, and its one limitation"). If the helped
- * task waits, directly or through others, for a frame below it, the get
- * that closes that cycle fails with EDEADLK (get.c, Deadlock) although the
- * program's own gets form no cycle. A get that parks its frame and runs
- * helped work on another stack leaves only the program's own cycles. These
- * tests state that, through the public API only:
+ * A get whose task runs on another thread helps. Run on top of its own
+ * frame, the helped task could return only to that frame, and the frame
+ * only once the task ended: a helped task that waited, directly or through
+ * others, for the frame below it made a cycle the program does not have,
+ * and the get that closed it failed with EDEADLK. A get parks its frame and
+ * runs helped work on another stack (docs/waiting.md), which leaves only
+ * the program's own cycles. These tests state that, through the public API
+ * only:
  *
  *   pipeline    four stages on four threads of the program hand futures on
  *               through bounded rings, getting some and wrapping the others
@@ -18,8 +18,8 @@
  *               another thread; W's thread helps with Y, the only pending
  *               task, and Y (or a task of Y's) gets W. Y is W's child, a
  *               task queued before W, or one an exited thread left queued.
- *               W never waits for Y: Y's get must succeed (EDEADLK every
- *               time today, at SF_THREADS 1 and 2).
+ *               W never waits for Y: Y's get must succeed (stacked on W,
+ *               it failed with EDEADLK every time).
  *   handed      futures handed to siblings (a lattice), to tasks of other
  *               threads, and diamonds of shared futures: exact, no get
  *               fails, at SF_THREADS 1 to 4.
@@ -35,7 +35,8 @@
  *               tests/test_meh.c, chain_deep_default_stacks, checks the
  *               depth and the fresh stacks).
  *   waits       a batch wait and sf_shutdown's drain let a task parked
- *               beneath them on their thread go on.
+ *               beneath them on their thread go on; a failure stays with
+ *               the task of the fiber that failed it.
  *   latency     as an ordering, not a time: a task's get of a short task
  *               whose thread helped with a long unrelated one returns
  *               before the long task ends; plain code's get returns after
@@ -439,8 +440,8 @@ END_TEST
  * finds X running elsewhere and exactly one task pending anywhere: Y. It
  * helps with Y, and Y - directly, or through a task Z it makes and gets -
  * gets W. W never gets Y (this thread gets Y after W), so the program has
- * no cycle; today the help stacks Y on W's frame, which cannot end before
- * Y, and Y's get of W fails with EDEADLK every time.
+ * no cycle. Stacked on W's frame, which could not end before Y, Y's get of
+ * W failed with EDEADLK every time; parked, W goes on once X is done.
  *
  * Where Y comes from: W's child (W's own newest pending task), a task this
  * thread queued before W (its own newest once W runs), or a task a thread
@@ -653,8 +654,7 @@ static void run_roots(int n, void *(*fn)(void *), bool as_task, long *got)
  * A root makes LAT_LAYERS x LAT_WIDTH tasks; one of layer l > 0 is handed
  * tasks j and j + 1 of layer l - 1 and gets them; the root gets every task,
  * top layer first. A thread blocked in a layer-1 task helps with a layer-2
- * task of the root's, which gets that very layer-1 task. (test_deadlock's
- * sibling_futures_stall_is_reported_not_hung is this shape today.) */
+ * task of the root's, which gets that very layer-1 task. */
 #define LAT_LAYERS 4
 #define LAT_WIDTH 3
 #define LAT_ROUNDS (TU_SANITIZED ? 60 : 300)
@@ -808,7 +808,7 @@ END_TEST
  *
  * A get of B or C that fails leaves it running, still to get D1 and D2: so
  * the three users share D1 and D2 in a node on the heap, and the last one
- * done with them releases them (today's failures must not crash the test). */
+ * done with them releases them (a failure must not crash the test). */
 #define DIA_DEPTH 6
 #define DIA_ROUNDS (TU_SANITIZED ? 40 : 200)
 
@@ -1019,9 +1019,9 @@ END_TEST
 /*
  * A cycle through a frame that waits: B gets X, held running elsewhere, and
  * its thread helps with A (queued before B); A gets B; once X is done, B
- * gets A. A waits for B and B for A: a true cycle, whether A sits on B's
- * frame (today: A's get fails at once) or B's frame is parked while A runs
- * (then one of the two gets fails once the other waits). SF_THREADS 1, 2.
+ * gets A. A waits for B and B for A: a true cycle - B's frame is parked
+ * while A runs, and one of the two gets fails once the other waits.
+ * SF_THREADS 1, 2.
  */
 static atomic_int cx_running, ca_getting;
 static sf_future *cx_future;
@@ -1149,10 +1149,9 @@ static void *many_waiter(void *arg)
 }
 
 /* Releases X once every waiter has started its get, or once their count
- * has stood still for 200 ms: a runtime that bounds how many gets wait at
- * once (today: helping nests in half a stack, then a get sleeps without
- * helping) gets no further. Only how much of the hazard is exercised
- * depends on this; nothing asserted does. */
+ * has stood still for 200 ms: a thread parks at most 64 fibers, then a get
+ * sleeps without helping, so fewer gets than that may ever start. Only how
+ * much of the hazard is exercised depends on this; nothing asserted does. */
 static void *many_release_x(void *arg)
 {
     (void)arg;
@@ -1537,6 +1536,84 @@ START_TEST(shutdown_drain_lets_a_parked_task_go_on)
 }
 END_TEST
 
+/* A failure belongs to the task running on the fiber that calls sf_fail.
+ * W makes Y and gets X, held elsewhere until Y has started; its thread
+ * helps with Y on another fiber. Y gets Z, held elsewhere until W has
+ * failed, and parks: W goes on with Y parked, fails, and gets Y, which goes
+ * on and fails in turn. Each failure stays with its task: W's is not Y's,
+ * though Y was the task running when W's fiber went on. */
+#define FF_X ((void *)0x81L)
+#define FF_Z ((void *)0x82L)
+#define FF_Y_CODE 1201
+#define FF_W_CODE 1202
+static atomic_int ff_x_running, ff_z_running, ff_y_started, ff_w_failed;
+static sf_future *ff_x, *ff_z;
+
+static void *ff_x_task(void *arg)
+{
+    atomic_store(&ff_x_running, 1);
+    return tu_wait_flag(&ff_y_started, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *ff_z_task(void *arg)
+{
+    atomic_store(&ff_z_running, 1);
+    return tu_wait_flag(&ff_w_failed, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *ff_y_task(void *arg)
+{
+    atomic_store(&ff_y_started, 1);
+    if (sf_get(ff_z) != FF_Z) /* parks: W goes on meanwhile */
+        return (void *)-1L;
+    sf_fail(FF_Y_CODE, "y failed");
+    return arg;
+}
+
+static void *ff_w_task(void *arg)
+{
+    (void)arg;
+    sf_future *y = sf_do(ff_y_task, NULL);
+    if (y == NULL)
+        return (void *)-1L;
+    void *xv = UNTOUCHED;
+    int xrc = sf_wait(ff_x, &xv); /* helps: Y runs on another fiber */
+    sf_fail(FF_W_CODE, "w failed");
+    atomic_store(&ff_w_failed, 1);
+    void *yv = UNTOUCHED;
+    int yrc = sf_wait(y, &yv);
+    const char *ym = sf_error_message(y);
+    bool y_ok = yrc == FF_Y_CODE && yv == UNTOUCHED && ym != NULL && strcmp(ym, "y failed") == 0;
+    sf_release(y);
+    return xrc == 0 && xv == FF_X && y_ok ? NULL : (void *)-2L;
+}
+
+START_TEST(a_failure_stays_with_the_task_of_its_fiber)
+{
+    int threads = 1 + _i;
+    start(threads);
+    hold_workers(threads);
+    struct elsewhere xe, ze;
+    ff_x = run_elsewhere(&xe, ff_x_task, FF_X, &ff_x_running);
+    ff_z = run_elsewhere(&ze, ff_z_task, FF_Z, &ff_z_running);
+    sf_future *w = sf_do(ff_w_task, NULL);
+    ck_assert_ptr_nonnull(w);
+    void *wv = UNTOUCHED;
+    int rc = sf_wait(w, &wv);
+    ck_assert_msg(rc == FF_W_CODE, "W's wait gave %d (value %p): its failure did not stay its own",
+                  rc, wv);
+    ck_assert_str_eq(sf_error_message(w), "w failed");
+    sf_release(w);
+    ck_assert_ptr_eq(join_elsewhere(&xe), FF_X);
+    ck_assert_ptr_eq(join_elsewhere(&ze), FF_Z);
+    release_workers();
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_ge(s.parks, 1);
+    ck_assert_uint_eq(s.parks, s.resumes);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *park_suite(void)
 {
     Suite *s = suite_create("park");
@@ -1588,6 +1665,7 @@ static Suite *park_suite(void)
     tcase_set_timeout(waits, 60 * slow);
     tcase_add_loop_test(waits, batch_wait_lets_a_parked_task_of_its_batch_go_on, 0, 2);
     tcase_add_test(waits, shutdown_drain_lets_a_parked_task_go_on);
+    tcase_add_loop_test(waits, a_failure_stays_with_the_task_of_its_fiber, 0, 2);
     suite_add_tcase(s, waits);
     return s;
 }

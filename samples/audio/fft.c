@@ -15,8 +15,7 @@
  * fork-join fast path); the butterfly pass over [0, n/4) splits in two tasks
  * the same way while a part holds at least cutoff points. The task
  * arguments live in this frame, which outlives them: every task made here is
- * got here before the frame returns (tree-shaped fork-join, so no get can
- * stall: see sf.h, "Help-first waiting").
+ * got here before the frame returns (tree-shaped fork-join).
  *
  * Cutoff: 4096 points, by measurement (tools/bench/bench_fft cutoff, 2^20
  * points, medians of 5, on the 2-vCPU development VM at a quiet moment,

@@ -22,19 +22,12 @@
  * Each slot counts its users; the last one to finish with it frees the data
  * and releases the future.
  *
- * Deadlock freedom. A get can stall only if a task started on top of a
- * blocked frame waits for that frame (sf.h, "Help-first waiting"). Below
- * the y level every task (x, the input's, an FFT's quarters) gets only
- * futures it made itself, with plain gets. The futures handed between tasks
- * - the slots' X and y - are got only with sf_get_isolated, by out and y
- * tasks, which belong to no isolation region (main and idle workers start
- * them, neither from inside a region). An isolated get helps only with the
- * region of the future it waits for: tasks below the y level, which wait
- * only for their own children, never for a frame beneath them. A plain get
- * that is not in a region - reverb_run's (called outside any task), or an
- * idle worker's start - has no task frame beneath it to wait for. Tasks depend only downwards (out -> y
- * -> x -> input), so there is no cycle either; samples/audio/test_reverb
- * runs the pipeline at 1, 2 and 4 threads.
+ * Deadlock freedom. Tasks depend only downwards (out -> y -> x -> input),
+ * so the program's gets form no cycle, and plain gets are all it needs: a
+ * get that waits for a slot's future running on another thread parks and
+ * lets its thread help elsewhere, never making its wait depend on the work
+ * it helped with (sf.h, "Waiting"). samples/audio/test_reverb runs the
+ * pipeline at 1, 2 and 4 threads.
  *
  * Determinism. Y_j sums p = 0, 1, ... in that order and the FFT is exact
  * whatever its schedule (fft.c), so the output does not depend on the number
@@ -226,13 +219,12 @@ static void drop(atomic_size_t *users, _Atomic(sf_future *) *slot, void *data)
     }
 }
 
-/* Gets a future with sf_get_isolated (slot futures) or sf_get (futures
- * made here); every task here returns non-NULL, so NULL is a failure, which
- * fails the calling task with the same code and returns NULL. */
-static void *get_or_fail(sf_future *f, int isolated, const char *what, size_t k)
+/* Gets a future; every task here returns non-NULL, so NULL is a failure,
+ * which fails the calling task with the same code and returns NULL. */
+static void *get_or_fail(sf_future *f, const char *what, size_t k)
 {
     errno = 0;
-    void *v = isolated ? sf_get_isolated(f) : sf_get(f);
+    void *v = sf_get(f);
     if (v == NULL) {
         int rc = errno != 0 ? errno : EIO;
         const char *msg = sf_error_message(f);
@@ -251,7 +243,7 @@ static void *x_task(void *arg)
         sf_fail(errno != 0 ? errno : ENOMEM, "reverb: cannot make input block %zu", a->k);
         return NULL;
     }
-    fft_cplx *blk = get_or_fail(in, 0, "input block", a->k);
+    fft_cplx *blk = get_or_fail(in, "input block", a->k);
     sf_release(in);
     if (blk == NULL)
         return NULL;
@@ -301,7 +293,7 @@ static void *y_task(void *arg)
         for (size_t p = p_lo; ok && p <= p_hi; p++) {
             size_t k = j - p;
             sf_future *f = atomic_load_explicit(&r->x[k], memory_order_acquire);
-            fft_cplx *X = get_or_fail(f, 1, "FFT of input block", k);
+            fft_cplx *X = get_or_fail(f, "FFT of input block", k);
             if (X == NULL) {
                 ok = 0;
                 break;
@@ -336,8 +328,8 @@ static void *out_task(void *arg)
     }
     /* y_j first: it is this task's own work (nobody else needs it yet),
      * while y_(j-1) is likely running already for out_(j-1). */
-    const fft_cplx *cur = get_or_fail(fy, 1, "inverse FFT of block", j);
-    const fft_cplx *prev = fp != NULL && cur != NULL ? get_or_fail(fp, 1, "inverse FFT of block",
+    const fft_cplx *cur = get_or_fail(fy, "inverse FFT of block", j);
+    const fft_cplx *prev = fp != NULL && cur != NULL ? get_or_fail(fp, "inverse FFT of block",
                                                                    j - 1)
                                                      : NULL;
     if (cur == NULL || (j > 0 && prev == NULL)) {
