@@ -1,17 +1,27 @@
 /*
- * schedule.c - the schedule model of schedule.h, the reader of libsf's
- * Chrome JSON trace into it, and the per-thread summary printed from it.
+ * schedule.c - the schedule model of schedule.h, the builder both readers
+ * feed it through, the reader of libsf's Chrome JSON trace, and the
+ * per-thread summary printed from it.
+ *
+ * The builder (sched_b_*) takes a thread's events in that thread's order:
+ * slices begin and end on a stack per fiber (tasks and gets nest per fiber:
+ * docs/waiting.md), a resume switches the thread to another fiber, and an
+ * idle spell lasts to the thread's next event. A switch away from a fiber
+ * with tasks open on it starts an SK_PARKED span that the switch back ends;
+ * so the text trace (Fiber lines) and the JSON trace (resume instants, each
+ * fiber its own track) give the same model. What is still open when the
+ * trace ends (a process that exited without sf_shutdown) ends there.
  *
  * The JSON reader is a strict recursive-descent parser (RFC 8259 grammar:
  * strings, escapes, numbers, no trailing commas) that keeps only what the
  * model needs from each event object and skips the rest. It relies on what
  * libsf's writer guarantees (runtime/trace.c, docs/trace-format.md): the
- * slice events (B/E) and instants (i) of one thread appear in the file in
- * that thread's order, so a per-thread stack pairs every E with its B. Flow
- * events (s/f) are written by the thread that ran the task and are not in
- * the start thread's order; the model does not need them. A file that ends
- * without its closing "]" (the process exited without sf_shutdown) is read
- * to its last whole event, and slices still open end at the trace's end.
+ * slice events (B/E) and instants (i) of one thread, on all its fibers'
+ * tracks, appear in the file in that thread's order, so a per-fiber stack
+ * pairs every E with its B. Flow events (s/f) are written by the thread that
+ * ran the task and are not in the start thread's order; the model does not
+ * need them. A file that ends without its closing "]" (the process exited
+ * without sf_shutdown) is read to its last whole event.
  */
 #include "schedule.h"
 
@@ -21,6 +31,7 @@
 
 const char *const sched_kind_name[SK_COUNT] = {
     "inline", "wait-inlined", "pool", "stolen", "drained", "batch-wait", "asleep", "idle",
+    "parked",
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -56,20 +67,57 @@ void sched_time(struct sched *s, double t)
     s->have_time = 1;
 }
 
-void sched_add(struct sched *s, size_t tid, double t0, double t1, enum sched_kind k,
-               uint32_t depth, uint64_t task)
+void sched_add(struct sched *s, size_t tid, unsigned fiber, double t0, double t1,
+               enum sched_kind k, uint32_t depth, uint64_t task)
 {
     struct sched_thread *t = sched_thread(s, tid);
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
         t->s = xrealloc(t->s, t->cap * sizeof *t->s);
     }
-    t->s[t->n++] = (struct sched_slice){t0, t1 < t0 ? t0 : t1, task, depth, (uint8_t)k};
+    t->s[t->n++] = (struct sched_slice){t0, t1 < t0 ? t0 : t1, task, depth, (uint8_t)k,
+                                        (uint8_t)fiber};
     sched_time(s, t0);
     sched_time(s, t1);
 }
 
-/* By start, outer first at a tie. */
+void sched_mark(struct sched *s, size_t tid, unsigned fiber, double t, enum sched_mark_kind k)
+{
+    struct sched_thread *th = sched_thread(s, tid);
+    if (th->nm == th->mcap) {
+        th->mcap = th->mcap ? th->mcap * 2 : 16;
+        th->m = xrealloc(th->m, th->mcap * sizeof *th->m);
+    }
+    th->m[th->nm++] = (struct sched_mark){t, (uint8_t)k, (uint8_t)fiber};
+    sched_time(s, t);
+}
+
+double sched_busy(const struct sched_thread *t)
+{
+    /* Slices are sorted by start: merge the outermost ones as they come. */
+    double busy = 0, from = 0, to = 0;
+    int any = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct sched_slice *x = &t->s[i];
+        if (x->kind >= SK_SLEEP || x->depth != 0)
+            continue;
+        if (any && x->t0 <= to) {
+            if (x->t1 > to)
+                to = x->t1;
+            continue;
+        }
+        if (any)
+            busy += to - from;
+        from = x->t0;
+        to = x->t1;
+        any = 1;
+    }
+    return any ? busy + (to - from) : 0;
+}
+
+/* By start, outer first at a tie. A parked span's depth is the number of
+ * tasks it holds, so it comes after them at a tie: svg.c draws in this
+ * order, and its hatch must lie over them. */
 static int cmp_start(const void *a, const void *b)
 {
     const struct sched_slice *x = a, *y = b;
@@ -85,6 +133,165 @@ void sched_sort(struct sched *s)
             qsort(s->thr[i].s, s->thr[i].n, sizeof *s->thr[i].s, cmp_start);
 }
 
+/* ---- the builder ---- */
+
+/* An open slice of a fiber, waiting for its end. */
+struct open {
+    double t0;
+    uint64_t task;
+    uint32_t tasks_below; /* task slices open under it on its fiber */
+    uint8_t kind;         /* SK_COUNT: a slice the model does not draw */
+};
+
+struct bfib {
+    struct open *o;
+    size_t n, cap;
+    double parked_from; /* < 0: not parked with tasks open */
+    uint32_t parked_depth;
+};
+
+struct bthr {
+    struct bfib *f;   /* [SCHED_MAX_FIBER + 1], made when first needed */
+    double idle_from; /* < 0: not idle */
+    unsigned cur;     /* the fiber running */
+};
+
+struct sched_build {
+    struct sched *s;
+    struct bthr *t;
+    size_t nt;
+};
+
+struct sched_build *sched_b_new(struct sched *s)
+{
+    struct sched_build *b = xrealloc(NULL, sizeof *b);
+    *b = (struct sched_build){s, NULL, 0};
+    return b;
+}
+
+static struct bthr *bthr_of(struct sched_build *b, size_t tid)
+{
+    if (tid >= b->nt) {
+        b->t = xrealloc(b->t, (tid + 1) * sizeof *b->t);
+        for (size_t i = b->nt; i <= tid; i++)
+            b->t[i] = (struct bthr){NULL, -1, 0};
+        b->nt = tid + 1;
+    }
+    return &b->t[tid];
+}
+
+static struct bfib *bfib_of(struct sched_build *b, size_t tid, unsigned fiber)
+{
+    struct bthr *t = bthr_of(b, tid);
+    if (t->f == NULL) {
+        t->f = xrealloc(NULL, (SCHED_MAX_FIBER + 1) * sizeof *t->f);
+        for (int k = 0; k <= SCHED_MAX_FIBER; k++)
+            t->f[k] = (struct bfib){NULL, 0, 0, -1, 0};
+    }
+    return &t->f[fiber <= SCHED_MAX_FIBER ? fiber : SCHED_MAX_FIBER];
+}
+
+/* Task slices open on a fiber. */
+static uint32_t tasks_open(const struct bfib *f)
+{
+    if (f->n == 0)
+        return 0;
+    const struct open *o = &f->o[f->n - 1];
+    return o->tasks_below + (o->kind < SK_SLEEP);
+}
+
+void sched_b_event(struct sched_build *b, size_t tid, double t)
+{
+    struct bthr *th = bthr_of(b, tid);
+    sched_thread(b->s, tid);
+    sched_time(b->s, t);
+    if (th->idle_from >= 0) {
+        sched_add(b->s, tid, th->cur, th->idle_from, t, SK_IDLE, 0, 0);
+        th->idle_from = -1;
+    }
+}
+
+void sched_b_idle(struct sched_build *b, size_t tid, double t)
+{
+    bthr_of(b, tid)->idle_from = t;
+}
+
+void sched_b_begin(struct sched_build *b, size_t tid, unsigned fiber, double t, int kind,
+                   uint64_t task)
+{
+    struct bfib *f = bfib_of(b, tid, fiber);
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 16;
+        f->o = xrealloc(f->o, f->cap * sizeof *f->o);
+    }
+    uint32_t below = tasks_open(f);
+    f->o[f->n++] = (struct open){t, task, below, (uint8_t)kind};
+}
+
+int sched_b_end(struct sched_build *b, size_t tid, unsigned fiber, double t, int what)
+{
+    struct bfib *f = bfib_of(b, tid, fiber);
+    if (f->n == 0)
+        return -1;
+    struct open o = f->o[f->n - 1];
+    if ((what == SCHED_END_TASK && o.kind >= SK_SLEEP) ||
+        (what == SCHED_END_SLEEP && o.kind != SK_SLEEP))
+        return -1;
+    f->n--;
+    if (o.kind < SK_COUNT)
+        sched_add(b->s, tid, fiber, o.t0, t, (enum sched_kind)o.kind, o.tasks_below, o.task);
+    return 0;
+}
+
+void sched_b_park(struct sched_build *b, size_t tid, unsigned fiber, double t)
+{
+    sched_mark(b->s, tid, fiber, t, SM_PARK);
+}
+
+void sched_b_resume(struct sched_build *b, size_t tid, unsigned fiber, double t)
+{
+    struct bthr *th = bthr_of(b, tid);
+    struct bfib *from = bfib_of(b, tid, th->cur), *to = bfib_of(b, tid, fiber);
+    sched_mark(b->s, tid, fiber, t, SM_RESUME);
+    if (fiber == th->cur)
+        return;
+    /* The fiber left stays where it is with its tasks open: parked until
+     * the thread switches back. One left with none (its job is over, or
+     * plain code's get) has nothing to show. */
+    uint32_t n = tasks_open(from);
+    if (n > 0 && from->parked_from < 0) {
+        from->parked_from = t;
+        from->parked_depth = n;
+    }
+    if (to->parked_from >= 0) {
+        sched_add(b->s, tid, fiber, to->parked_from, t, SK_PARKED, to->parked_depth, 0);
+        to->parked_from = -1;
+    }
+    th->cur = fiber;
+}
+
+void sched_b_finish(struct sched_build *b)
+{
+    struct sched *s = b->s;
+    for (size_t tid = 0; tid < b->nt; tid++) {
+        struct bthr *th = &b->t[tid];
+        if (th->idle_from >= 0)
+            sched_add(s, tid, th->cur, th->idle_from, s->t_end, SK_IDLE, 0, 0);
+        for (unsigned k = 0; th->f != NULL && k <= SCHED_MAX_FIBER; k++) {
+            struct bfib *f = &th->f[k];
+            if (f->parked_from >= 0)
+                sched_add(s, tid, k, f->parked_from, s->t_end, SK_PARKED, f->parked_depth, 0);
+            while (f->n > 0) /* never closed: the trace was cut short */
+                sched_b_end(b, tid, k, s->t_end, SCHED_END_ANY);
+            free(f->o);
+        }
+        free(th->f);
+    }
+    free(b->t);
+    free(b);
+    sched_sort(s);
+}
+
 /* ---- the JSON reader ---- */
 
 struct jr {
@@ -97,8 +304,8 @@ struct jr {
 /* What one event object says, of what the model reads. */
 struct jev {
     char ph[4], name[32], cat[16], task[32], kind[16], tname[32];
-    double tid, ts, depth, threads;
-    int has_tid, has_ts, has_depth, has_threads;
+    double tid, ts, threads;
+    int has_tid, has_ts, has_threads;
 };
 
 static int jerr(struct jr *r, const char *why)
@@ -246,8 +453,6 @@ static int jobject(struct jr *r, int depth, struct jev *ev, int in_args)
                 str = ev->kind, size = sizeof ev->kind;
             else if (strcmp(key, "name") == 0)
                 str = ev->tname, size = sizeof ev->tname;
-            else if (strcmp(key, "depth") == 0)
-                num = &ev->depth, has = &ev->has_depth;
             else if (strcmp(key, "threads") == 0)
                 num = &ev->threads, has = &ev->has_threads;
         }
@@ -329,20 +534,6 @@ static int jvalue(struct jr *r, int depth, struct jev *ev, int in_args)
     return jerr(r, "not a JSON value");
 }
 
-/* An open slice of a thread, waiting for its E. */
-struct open {
-    double t0;
-    uint64_t task;
-    uint32_t depth;
-    uint8_t kind;
-};
-
-struct jthr {
-    struct open *o;
-    size_t n, cap;
-    double idle_from; /* < 0: not idle */
-};
-
 static uint64_t task_key(const char *name)
 {
     unsigned long long t = 0, n = 0;
@@ -351,27 +542,25 @@ static uint64_t task_key(const char *name)
     return (t << 40) | (n & ((1ull << 40) - 1));
 }
 
-static struct jthr *jthr_of(struct jthr **v, size_t *nv, size_t tid)
-{
-    if (tid >= *nv) {
-        *v = xrealloc(*v, (tid + 1) * sizeof **v);
-        for (size_t i = *nv; i <= tid; i++)
-            (*v)[i] = (struct jthr){NULL, 0, 0, -1};
-        *nv = tid + 1;
-    }
-    return &(*v)[tid];
-}
+/* A track's tid: fiber << 17 | thread (docs/trace-format.md). */
+#define FIBER_SHIFT 17
 
 /* The event ev, read whole: into the model. */
-static int take_event(struct jr *r, struct sched *s, struct jthr **jt, size_t *njt,
-                      const struct jev *ev)
+static int take_event(struct jr *r, struct sched_build *b, const struct jev *ev)
 {
-    if (!ev->has_tid || ev->tid < 0 || ev->tid > 65535 || ev->ph[0] == '\0' || ev->ph[1] != '\0')
-        return jerr(r, "an event without a one-letter ph and a tid from 0 to 65535");
-    size_t tid = (size_t)ev->tid;
+    struct sched *s = b->s;
+    if (!ev->has_tid || ev->tid < 0 || ev->tid >= (double)((SCHED_MAX_FIBER + 1) << FIBER_SHIFT) ||
+        ((size_t)ev->tid & ((1u << FIBER_SHIFT) - 1)) > 65535 || ev->ph[0] == '\0' ||
+        ev->ph[1] != '\0')
+        return jerr(r, "an event without a one-letter ph and a tid of a thread 0 to 65535 "
+                       "(fiber << 17 | thread, fiber 0 to 64)");
+    size_t tid = (size_t)ev->tid & ((1u << FIBER_SHIFT) - 1);
+    unsigned fiber = (unsigned)((size_t)ev->tid >> FIBER_SHIFT);
     char ph = ev->ph[0];
     if (ph == 'M') {
-        if (strcmp(ev->name, "thread_name") == 0 && ev->tname[0] != '\0')
+        /* A fiber's track is named after its thread ("worker 1 fiber 2"):
+         * the row is the thread's, named by its own track. */
+        if (fiber == 0 && strcmp(ev->name, "thread_name") == 0 && ev->tname[0] != '\0')
             snprintf(sched_thread(s, tid)->name, sizeof s->thr[0].name, "%s", ev->tname);
         return 0;
     }
@@ -379,48 +568,39 @@ static int take_event(struct jr *r, struct sched *s, struct jthr **jt, size_t *n
         return 0; /* arrows: not part of the model */
     if (!ev->has_ts)
         return jerr(r, "an event without ts");
-    struct jthr *t = jthr_of(jt, njt, tid);
-    sched_thread(s, tid);
-    sched_time(s, ev->ts);
-    if (t->idle_from >= 0) {
-        sched_add(s, tid, t->idle_from, ev->ts, SK_IDLE, 0, 0);
-        t->idle_from = -1;
-    }
+    sched_b_event(b, tid, ev->ts);
     if (ph == 'B') {
-        struct open o = {ev->ts, task_key(ev->task), 0, SK_SLEEP};
+        int k = SK_SLEEP;
         if (strcmp(ev->cat, "task") == 0) {
-            int k = 0;
+            k = 0;
             while (k < SK_SLEEP && strcmp(sched_kind_name[k], ev->name) != 0)
                 k++;
             if (k == SK_SLEEP)
                 return jerr(r, "a task slice of an unknown kind");
-            o.kind = (uint8_t)k;
-            o.depth = ev->has_depth && ev->depth >= 0 ? (uint32_t)ev->depth : 0;
         } else if (strcmp(ev->cat, "sleep") != 0) {
-            return 0; /* a slice sftrace does not know: not drawn */
+            k = SK_COUNT; /* a slice sftrace does not know: not drawn, but its E is its */
         }
-        if (t->n == t->cap) {
-            t->cap = t->cap ? t->cap * 2 : 16;
-            t->o = xrealloc(t->o, t->cap * sizeof *t->o);
-        }
-        t->o[t->n++] = o;
+        /* Its depth is the fiber's stack's, which is what libsf writes as
+         * args.depth (each fiber keeps its own). */
+        sched_b_begin(b, tid, fiber, ev->ts, k, task_key(ev->task));
     } else if (ph == 'E') {
-        if (t->n == 0)
-            return jerr(r, "an E event with no open slice on its thread");
-        struct open o = t->o[--t->n];
-        sched_add(s, tid, o.t0, ev->ts, (enum sched_kind)o.kind, o.depth, o.task);
+        if (sched_b_end(b, tid, fiber, ev->ts, SCHED_END_ANY) < 0)
+            return jerr(r, "an E event with no open slice on its track");
     } else if (ph == 'i' || ph == 'I') {
         if (strcmp(ev->name, "idle") == 0)
-            t->idle_from = ev->ts;
+            sched_b_idle(b, tid, ev->ts);
+        else if (strcmp(ev->name, "park") == 0)
+            sched_b_park(b, tid, fiber, ev->ts);
+        else if (strcmp(ev->name, "resume") == 0) /* on the track of the fiber that runs */
+            sched_b_resume(b, tid, fiber, ev->ts);
         else if (strcmp(ev->name, "init") == 0 && ev->has_threads)
             s->threads_cfg = (uint64_t)ev->threads;
     }
     return 0;
 }
 
-/* The events of the array at r into s; slices still open and idle marks
- * not yet ended stay in *jt for the caller. */
-static int read_array(struct jr *r, struct sched *s, struct jthr **jt, size_t *njt)
+/* The events of the array at r into the model b builds. */
+static int read_array(struct jr *r, struct sched_build *b)
 {
     const char *buf = r->s;
     size_t len = r->len;
@@ -448,7 +628,7 @@ static int read_array(struct jr *r, struct sched *s, struct jthr **jt, size_t *n
             return jerr(r, "an event is not an object");
         struct jev ev;
         memset(&ev, 0, sizeof ev);
-        if (jobject(r, 1, &ev, 0) < 0 || take_event(r, s, jt, njt, &ev) < 0)
+        if (jobject(r, 1, &ev, 0) < 0 || take_event(r, b, &ev) < 0)
             return -1;
     }
     jws(r);
@@ -460,28 +640,18 @@ static int read_array(struct jr *r, struct sched *s, struct jthr **jt, size_t *n
 int sched_read_json(struct sched *s, const char *buf, size_t len)
 {
     struct jr r = {buf, 0, len, s->name, 0};
-    struct jthr *jt = NULL;
-    size_t njt = 0;
-    int rc = read_array(&r, s, &jt, &njt);
-    for (size_t tid = 0; tid < njt; tid++) {
-        struct jthr *t = &jt[tid];
-        if (rc == 0 && t->idle_from >= 0)
-            sched_add(s, tid, t->idle_from, s->t_end, SK_IDLE, 0, 0);
-        while (rc == 0 && t->n > 0) { /* never closed: the trace was cut short */
-            struct open o = t->o[--t->n];
-            sched_add(s, tid, o.t0, s->t_end, (enum sched_kind)o.kind, o.depth, o.task);
-        }
-        free(t->o);
-    }
-    free(jt);
-    sched_sort(s);
+    struct sched_build *b = sched_b_new(s);
+    int rc = read_array(&r, b);
+    sched_b_finish(b); /* on an error too: it frees what it holds */
     return rc;
 }
 
 void sched_free(struct sched *s)
 {
-    for (size_t i = 0; i < s->nthr; i++)
+    for (size_t i = 0; i < s->nthr; i++) {
         free(s->thr[i].s);
+        free(s->thr[i].m);
+    }
     free(s->thr);
     s->thr = NULL;
     s->nthr = 0;
@@ -490,7 +660,7 @@ void sched_free(struct sched *s)
 /* ---- the summary ---- */
 
 struct row {
-    uint64_t run[SK_SLEEP], tasks, sleeps;
+    uint64_t run[SK_SLEEP], tasks, sleeps, marks[SM_COUNT];
     double busy, asleep, longest_wait, idle;
 };
 
@@ -510,8 +680,6 @@ static struct row row_of(const struct sched_thread *t)
         if (x->kind < SK_SLEEP) {
             w.run[x->kind]++;
             w.tasks++;
-            if (x->depth == 0)
-                w.busy += d;
             waiting = 0;
         } else if (x->kind == SK_SLEEP) {
             w.sleeps++;
@@ -524,10 +692,13 @@ static struct row row_of(const struct sched_thread *t)
             wait_to = x->t1;
             if (wait_to - wait_from > w.longest_wait)
                 w.longest_wait = wait_to - wait_from;
-        } else {
+        } else if (x->kind == SK_IDLE) {
             w.idle += d;
         }
     }
+    w.busy = sched_busy(t);
+    for (size_t i = 0; i < t->nm; i++)
+        w.marks[t->m[i].kind]++;
     return w;
 }
 
@@ -542,8 +713,9 @@ static void print_row(FILE *out, const char *id, const char *name, const struct 
         fprintf(out, " %6.1f", 100 * w->busy / whole);
     else
         fprintf(out, " %6s", "-");
-    fprintf(out, " %7" PRIu64 " %9.3f %9.3f %9.3f\n", w->sleeps, w->asleep / 1000,
-            w->longest_wait / 1000, w->idle / 1000);
+    fprintf(out, " %7" PRIu64 " %9.3f %9.3f %9.3f %6" PRIu64 " %7" PRIu64 "\n", w->sleeps,
+            w->asleep / 1000, w->longest_wait / 1000, w->idle / 1000, w->marks[SM_PARK],
+            w->marks[SM_RESUME]);
 }
 
 void sched_summary(const struct sched *s, FILE *out)
@@ -563,8 +735,8 @@ void sched_summary(const struct sched *s, FILE *out)
     for (int k = 0; k < SK_SLEEP; k++)
         fprintf(out, " %*s", k == SK_WAIT ? 8 : 7,
                 k == SK_WAIT ? "wait-inl" : k == SK_BATCH ? "batch" : sched_kind_name[k]);
-    fprintf(out, " %9s %6s %7s %9s %9s %9s\n", "busy ms", "busy%", "sleeps", "asleep ms",
-            "wait ms", "idle ms");
+    fprintf(out, " %9s %6s %7s %9s %9s %9s %6s %7s\n", "busy ms", "busy%", "sleeps",
+            "asleep ms", "wait ms", "idle ms", "parks", "resumes");
     for (size_t i = 0; i < s->nthr; i++) {
         const struct sched_thread *t = &s->thr[i];
         if (!t->seen)
@@ -575,6 +747,8 @@ void sched_summary(const struct sched *s, FILE *out)
         print_row(out, id, t->name, &w, span);
         for (int k = 0; k < SK_SLEEP; k++)
             all.run[k] += w.run[k];
+        for (int k = 0; k < SM_COUNT; k++)
+            all.marks[k] += w.marks[k];
         all.tasks += w.tasks;
         all.sleeps += w.sleeps;
         all.busy += w.busy;
@@ -585,6 +759,7 @@ void sched_summary(const struct sched *s, FILE *out)
     }
     /* all: busy% is the share of every listed thread's time */
     print_row(out, "all", "", &all, span * (double)nthreads);
-    fprintf(out, "\nbusy: time in outermost tasks; wait ms: the longest wait of one get "
-                 "asleep\n");
+    fprintf(out, "\nbusy: time in outermost tasks, on any fiber (a parked task counts, once); "
+                 "wait ms: the longest\nwait of one get asleep; parks: gets that parked their "
+                 "fiber; resumes: switches to a fiber\n");
 }

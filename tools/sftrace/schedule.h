@@ -1,10 +1,20 @@
 /*
  * schedule.h - sftrace's picture of a schedule, whatever format it came
- * from: per thread, the task slices (with their kind and nesting depth), the
- * sleeps of its gets and the idle spells of a pool worker. The text trace
- * (sftrace.c) and the Chrome JSON trace (schedule.c, sched_read_json) both
- * fill it; the per-thread summary (sched_summary) and the SVG timeline
- * (svg.c) read it.
+ * from: per thread, the task slices (with their kind, fiber and nesting
+ * depth), the sleeps of its gets, the idle spells of a pool worker, the
+ * spans a fiber spent parked with tasks open on it, and the park and resume
+ * instants. The text trace (sftrace.c) and the Chrome JSON trace
+ * (schedule.c, sched_read_json) both fill it; the per-thread summary
+ * (sched_summary) and the SVG timeline (svg.c) read it.
+ *
+ * Fibers (docs/waiting.md): a thread runs on its own stack, fiber 0, and on
+ * up to SCHED_MAX_FIBER fibers its gets parked work on. Tasks nest per
+ * fiber - a slice's depth counts the task slices open below it on its own
+ * fiber - so slices of one fiber never overlap, while a task parked on one
+ * fiber stays open as tasks run on another. Both formats say so: the text
+ * trace's Fiber lines switch the stacks, and the JSON trace gives each
+ * fiber a track of its own (tid fiber << 17 | thread) whose args.depth is
+ * the fiber's.
  *
  * Times are microseconds since the runtime started, as doubles (the JSON
  * trace has nanosecond fractions; the text trace whole microseconds).
@@ -27,23 +37,48 @@ enum sched_kind {
     SK_BATCH,   /* run by sf_batch_wait, helping its batch ("batch-wait") */
     SK_SLEEP,   /* a get asleep (not a task) */
     SK_IDLE,    /* a pool worker idle, from Idle to its next event */
+    SK_PARKED,  /* a fiber parked with `depth` task slices open on it, from
+                 * the switch away from it to the switch back (not a task;
+                 * a fiber parked with no task open has none) */
     SK_COUNT
 };
+
+/* The most fibers a thread has besides its own stack (runtime/park.h,
+ * SF__FIBERS): fibers are 0 to SCHED_MAX_FIBER. */
+#define SCHED_MAX_FIBER 64
 
 extern const char *const sched_kind_name[SK_COUNT];
 
 struct sched_slice {
     double t0, t1;
     uint64_t task;  /* the task (kind < SK_SLEEP) or awaited task (SK_SLEEP):
-                     * thread << 40 | sequence; 0 for SK_IDLE */
-    uint32_t depth; /* task slices open below it on its thread */
+                     * thread << 40 | sequence; 0 for SK_IDLE, SK_PARKED */
+    uint32_t depth; /* task slices open below it on its fiber (SK_PARKED:
+                     * task slices open on the parked fiber) */
     uint8_t kind;   /* enum sched_kind */
+    uint8_t fiber;  /* 0 to SCHED_MAX_FIBER: the fiber it is on */
+};
+
+/* An instant of a thread's fibers. */
+enum sched_mark_kind {
+    SM_PARK,   /* a get parks the fiber it runs on (text Park, JSON park) */
+    SM_RESUME, /* the thread switches to the fiber: a parked one goes on, or
+                * a fresh one starts (text Fiber, JSON resume) */
+    SM_COUNT
+};
+
+struct sched_mark {
+    double t;
+    uint8_t kind;  /* enum sched_mark_kind */
+    uint8_t fiber; /* the fiber that parks, or that runs from t on */
 };
 
 struct sched_thread {
     char name[32];                /* "main", "worker 1", "thread 3" */
     struct sched_slice *s;        /* in order of their start */
     size_t n, cap;
+    struct sched_mark *m;         /* in the thread's order (time order) */
+    size_t nm, mcap;
     int seen;
 };
 
@@ -58,15 +93,42 @@ struct sched {
 
 /* The thread with id `tid`, made on first use (name "thread N"). */
 struct sched_thread *sched_thread(struct sched *s, size_t tid);
-/* Adds a slice; its start must not precede the thread's previous slice's
- * start. */
-void sched_add(struct sched *s, size_t tid, double t0, double t1, enum sched_kind k,
-               uint32_t depth, uint64_t task);
+/* Adds a slice on fiber `fiber` (0 to SCHED_MAX_FIBER) of thread tid. */
+void sched_add(struct sched *s, size_t tid, unsigned fiber, double t0, double t1,
+               enum sched_kind k, uint32_t depth, uint64_t task);
+/* Adds a park or resume instant; a thread's marks come in its order. */
+void sched_mark(struct sched *s, size_t tid, unsigned fiber, double t, enum sched_mark_kind k);
 /* Sorts every thread's slices by start (outer before inner at a tie):
  * slices are added at their end. */
 void sched_sort(struct sched *s);
 /* Widens [t_begin, t_end] to cover t. */
 void sched_time(struct sched *s, double t);
+
+/*
+ * Building the model from a trace's events, which come in each thread's
+ * order (threads may interleave): sched_b_event for every event of a
+ * thread, before what the event does (it ends an idle spell); slices begin
+ * and end on a fiber's stack, their depth the task slices open under them
+ * there; sched_b_resume switches the thread to a fiber, and a fiber it
+ * leaves with tasks open is parked (SK_PARKED) until it switches back.
+ * sched_b_finish ends what is still open at the trace's end, sorts the
+ * model (sched_sort) and frees the builder.
+ */
+struct sched_build;
+enum { SCHED_END_ANY, SCHED_END_TASK, SCHED_END_SLEEP }; /* what sched_b_end ends */
+struct sched_build *sched_b_new(struct sched *s);
+void sched_b_event(struct sched_build *b, size_t tid, double t);
+/* kind: a task's (< SK_SLEEP), SK_SLEEP, or SK_COUNT for a slice that is
+ * not drawn (its end still pairs with it). */
+void sched_b_begin(struct sched_build *b, size_t tid, unsigned fiber, double t, int kind,
+                   uint64_t task);
+/* Ends the fiber's innermost open slice if it is `what`; -1 if not (or none
+ * is open): nothing ends. */
+int sched_b_end(struct sched_build *b, size_t tid, unsigned fiber, double t, int what);
+void sched_b_idle(struct sched_build *b, size_t tid, double t);
+void sched_b_park(struct sched_build *b, size_t tid, unsigned fiber, double t);
+void sched_b_resume(struct sched_build *b, size_t tid, unsigned fiber, double t);
+void sched_b_finish(struct sched_build *b);
 
 /*
  * Reads a Chrome JSON trace written by libsf (SF_TRACE=chrome) from buf
@@ -76,19 +138,26 @@ void sched_time(struct sched *s, double t);
  */
 int sched_read_json(struct sched *s, const char *buf, size_t len);
 
+/* A thread's busy time: the union of its outermost task slices over all its
+ * fibers, so that a task parked on one fiber while a helped task runs on
+ * another counts once. */
+double sched_busy(const struct sched_thread *t);
+
 /* Frees what the model holds. */
 void sched_free(struct sched *s);
 
 /* Per thread: tasks run by kind, busy time and share, sleeps, time asleep,
- * the longest wait, idle time; then the totals. */
+ * the longest wait, idle time, parks and resumes; then the totals. */
 void sched_summary(const struct sched *s, FILE *out);
 
 /*
  * Writes the timeline as SVG: one row per thread, time left to right on an
  * axis in ms, task slices coloured by kind with nesting drawn as stacked
- * bands, sleeps and idle spells marked, a legend and a title. At most
- * SVG_MAX_RECTS slice rectangles: slices narrower than a pixel (and any
- * beyond the cap) are drawn as a per-band coverage strip instead.
+ * bands (a lane of bands per fiber the thread used), parked stretches
+ * hatched, park and resume markers, sleeps and idle spells marked, a legend
+ * and a title. At most SVG_MAX_RECTS slice rectangles: slices narrower than
+ * a pixel (and any beyond the cap) are drawn as a per-band coverage strip
+ * instead; at most one marker of a kind per pixel column and lane.
  * Returns 0, or -1 on a write error.
  */
 int sched_svg(const struct sched *s, FILE *out);

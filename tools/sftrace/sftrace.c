@@ -13,7 +13,8 @@
  *   --counts    how many times each thread logged each event, by how;
  *   --timeline  a coarse text timeline, one row per thread;
  *   --schedule  per thread, tasks by kind, busy share, sleeps, the longest
- *               wait, idle time (schedule.c; the default for a JSON trace);
+ *               wait, idle time, parks and resumes (schedule.c; the default
+ *               for a JSON trace);
  *   --svg FILE, --png FILE  the schedule as a picture (svg.c).
  *
  * It also reads the Chrome JSON trace of SF_TRACE=chrome (an input whose
@@ -156,6 +157,7 @@ struct vec {
 
 /* Fibers a thread's waits may park work on (runtime/park.h, SF__FIBERS). */
 #define MAX_FIBERS 64
+_Static_assert(MAX_FIBERS == SCHED_MAX_FIBER, "schedule.h's fibers are the trace's");
 
 enum state { ST_UNSEEN, ST_AWAKE, ST_ASLEEP, ST_RUNNING, ST_COUNT };
 static const char state_chars[ST_COUNT] = {' ', '-', 'z', '#'};
@@ -176,6 +178,10 @@ struct thr {
      * the others' wait here while it runs. */
     int fib;
     struct vec fib_runs[MAX_FIBERS + 1], fib_gets[MAX_FIBERS + 1];
+    /* Task runs open on all its fibers: the thread is busy while a task of
+     * it runs or is parked, and a helped task on another fiber is no new
+     * busy stretch (runs.n is the running fiber's only). */
+    size_t open_runs;
     uint64_t next_seq, unsubmitted;
     enum state st;
     int64_t st_from;
@@ -734,7 +740,7 @@ static enum state thr_state(const struct thr *t)
 {
     if (t->sleep_r != NONE || t->idling)
         return ST_ASLEEP;
-    return t->runs.n ? ST_RUNNING : ST_AWAKE;
+    return t->open_runs ? ST_RUNNING : ST_AWAKE;
 }
 
 /* Adds [from, to) in state st to the thread's timeline buckets. */
@@ -909,7 +915,7 @@ static void on_FSTART(const struct rec *r)
     }
     if (how == HOW_DRAIN)
         drained_run++;
-    if (t->runs.n == 0)
+    if (t->open_runs++ == 0)
         t->busy_from = r->time;
     vec_push(&t->runs, rec_index(r));
 }
@@ -932,8 +938,9 @@ static void on_FDONE(const struct rec *r)
                 rec_task(r, name, sizeof name),
                 rec_task(&recs[vec_top(&t->runs)], name2, sizeof name2),
                 recs[vec_top(&t->runs)].line);
+    t->open_runs -= t->runs.n - (i - 1);
     t->runs.n = i - 1;
-    if (t->runs.n == 0)
+    if (t->open_runs == 0)
         t->busy += r->time - t->busy_from;
 }
 
@@ -1158,7 +1165,7 @@ static void after_walk(void)
         char nm[48];
         if (!t->seen)
             continue;
-        if (t->runs.n)
+        if (t->open_runs)
             t->busy += t_end - t->busy_from;
         t->fib_runs[t->fib] = t->runs;
         t->fib_gets[t->fib] = t->gets;
@@ -1424,91 +1431,56 @@ static void print_timeline(void)
 }
 
 /* The schedule model (schedule.h) of the text trace: FStart..FDone task
- * slices with their nesting depth, Sleep..Wake sleeps, and Idle to the
- * thread's next event. A thread that logs Take or Idle is a pool worker. */
+ * slices with their nesting depth on their fiber, Sleep..Wake sleeps, Idle
+ * to the thread's next event, Park and Fiber marks (schedule.c's builder
+ * keeps a stack per fiber and the parked spans). A thread that logs Take
+ * or Idle is a pool worker. */
 static void build_schedule(struct sched *sc)
 {
-    struct open {
-        double t0;
-        uint64_t task;
-        uint8_t kind;
-    };
     struct st {
-        struct open *o;
-        size_t n, cap;
-        double idle_from;
+        unsigned fiber; /* the fiber running, from its Fiber lines */
         int worker;
     } *st = xcalloc(nthrs ? nthrs : 1, sizeof *st);
     static const uint8_t kind_of_how[HOW_COUNT] = {
         [HOW_INLINE] = SK_INLINE, [HOW_POOL] = SK_POOL, [HOW_STEAL] = SK_STOLEN,
         [HOW_DRAIN] = SK_DRAINED, [HOW_WAIT] = SK_BATCH};
-    for (size_t i = 0; i < nthrs; i++)
-        st[i].idle_from = -1;
-    for (size_t i = 0; i < nrecs; i++) {
+    struct sched_build *b = sched_b_new(sc);
+    for (size_t i = 0; i < nrecs; i++) { /* file order: each thread's own order */
         const struct rec *r = &recs[i];
         struct st *t = &st[r->thread];
         double now = (double)r->time;
-        sched_thread(sc, r->thread);
-        sched_time(sc, now);
-        if (t->idle_from >= 0) {
-            sched_add(sc, r->thread, t->idle_from, now, SK_IDLE, 0, 0);
-            t->idle_from = -1;
-        }
+        sched_b_event(b, r->thread, now);
         switch (r->ev) {
         case EV_INIT: sc->threads_cfg = r->arg[0]; break;
         case EV_TAKE: t->worker = 1; break;
         case EV_IDLE:
             t->worker = 1;
-            t->idle_from = now;
+            sched_b_idle(b, r->thread, now);
             break;
         case EV_FSTART:
-        case EV_SLEEP:
-            if (t->n == t->cap) {
-                t->cap = t->cap ? t->cap * 2 : 16;
-                t->o = realloc(t->o, t->cap * sizeof *t->o);
-                if (t->o == NULL) {
-                    fprintf(stderr, "%s: out of memory\n", prog);
-                    exit(1);
-                }
+            sched_b_begin(b, r->thread, t->fiber, now, kind_of_how[arg_of(r, K_HOW)],
+                          task_of(r));
+            break;
+        case EV_SLEEP: sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP, task_of(r)); break;
+        /* A trace that fails --check may not pair them: the end is skipped,
+         * and the warning has said so. */
+        case EV_FDONE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_TASK); break;
+        case EV_WAKE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_SLEEP); break;
+        case EV_PARK: sched_b_park(b, r->thread, t->fiber, now); break;
+        case EV_FIBER:
+            if (arg_of(r, K_COUNT) <= SCHED_MAX_FIBER) { /* --check reports the others */
+                t->fiber = (unsigned)arg_of(r, K_COUNT);
+                sched_b_resume(b, r->thread, t->fiber, now);
             }
-            t->o[t->n++] = (struct open){
-                now, task_of(r),
-                r->ev == EV_SLEEP ? SK_SLEEP : kind_of_how[arg_of(r, K_HOW)]};
             break;
-        case EV_FDONE:
-        case EV_WAKE: {
-            /* A trace that fails --check may not pair them: skip, the
-             * warning has said so. */
-            uint8_t want_sleep = r->ev == EV_WAKE;
-            if (t->n == 0 || (t->o[t->n - 1].kind == SK_SLEEP) != want_sleep)
-                break;
-            struct open o = t->o[--t->n];
-            uint32_t depth = 0;
-            for (size_t k = 0; k < t->n; k++)
-                depth += t->o[k].kind != SK_SLEEP;
-            sched_add(sc, r->thread, o.t0, now, (enum sched_kind)o.kind, depth, o.task);
-            break;
-        }
         default: break;
         }
     }
-    for (size_t i = 0; i < nthrs; i++) {
-        struct st *t = &st[i];
-        if (t->idle_from >= 0)
-            sched_add(sc, i, t->idle_from, sc->t_end, SK_IDLE, 0, 0);
-        while (t->n > 0) {
-            struct open o = t->o[--t->n];
-            uint32_t depth = 0;
-            for (size_t k = 0; k < t->n; k++)
-                depth += t->o[k].kind != SK_SLEEP;
-            sched_add(sc, i, o.t0, sc->t_end, (enum sched_kind)o.kind, depth, o.task);
-        }
-        free(t->o);
-        if (i < sc->nthr && t->worker)
+    sched_b_finish(b);
+    for (size_t i = 0; i < nthrs && i < sc->nthr; i++)
+        if (st[i].worker)
             snprintf(sc->thr[i].name, sizeof sc->thr[i].name, "worker %zu", i);
-    }
     free(st);
-    sched_sort(sc);
 }
 
 /* --svg and --png, then --schedule (given, or the default of a JSON trace
@@ -1559,9 +1531,11 @@ static void usage(FILE *f)
             "  --check      list every inconsistency between events on stderr and\n"
             "               exit 1 if there is one (without --check: one warning)\n"
             "  --schedule   per thread: tasks run by kind, busy ms and share, sleeps,\n"
-            "               time asleep, the longest wait of one get, idle time\n"
+            "               time asleep, the longest wait of one get, idle time,\n"
+            "               parks and resumes\n"
             "  --svg FILE   draw the schedule as SVG: a row per thread, time on an\n"
-            "               axis in ms, tasks coloured by kind, nesting in bands\n"
+            "               axis in ms, tasks coloured by kind, nesting in bands, a\n"
+            "               lane per fiber, parks and resumes marked\n"
             "  --png FILE   the same as PNG, through rsvg-convert (librsvg2-bin);\n"
             "               without it, says so and exits 1\n"
             "  --events     print the table of events and hows as Markdown (the\n"

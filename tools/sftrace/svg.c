@@ -9,14 +9,42 @@
  * on sharing the last band), each task a rectangle coloured by its kind;
  * under them a thin band for sleeps and idle spells; a legend at the foot.
  *
+ * Fibers (docs/waiting.md). A thread keeps its one row; a thread that
+ * switched fibers gets in it a lane per fiber it used - fiber 0, its own
+ * stack, on top, then fibers 1, 2, ... - each lane with its own bands (a
+ * slice's depth is its nesting on its own fiber) under a thin strip for
+ * the fiber's markers. Lanes, not one stack of bands with a helped fiber's
+ * bands offset below those of the fiber that parked, because only nesting
+ * within a fiber is exact: a parked fiber keeps its tasks open while the
+ * thread runs others, and the fiber that parked may, once resumed, nest
+ * deeper than it was while the fiber it helped on is parked in turn, so any
+ * fixed offset of one fiber's bands by another's can overlap; within a
+ * fiber, slices never do. While a fiber is parked with tasks open, the
+ * bands of those tasks are hatched from the switch away to the switch back
+ * (SK_PARKED), so the solid parts of a row's lanes are what the thread ran,
+ * one fiber at a time. A park (a get parks its fiber: a pause sign astride
+ * the instant) and a resume (the thread switches to a fiber, a parked one
+ * or a fresh one: a play sign starting at the instant) go in the strip of
+ * the fiber concerned, in colours no task kind uses; the legend has both
+ * and the hatch. Fibers from MAX_LANES - 1 on share the last lane, which
+ * may then overlap as the last band does: four lanes hold the fibers of
+ * fork-join code at a few threads (samples/fib at 2 or 3 threads parks up
+ * to fibers 4 or 5) and bound a row's height. A thread that never switched
+ * fibers is drawn as before: one lane, no strip, no label.
+ *
  * Size stays bounded whatever the trace: a slice narrower than a pixel is
  * not drawn on its own but added to its band's coverage, one accumulator
  * per pixel column and kind; each column then gets the colour of the kind
  * that covered most of it with an opacity for the share covered (in
  * quarters), and equal neighbours merge into one rectangle. Past
- * SVG_MAX_RECTS rectangles, wide slices go to the coverage too. So a row
- * costs at most (bands + 1) * PLOT_W coverage rectangles, and the file at
- * most about SVG_MAX_RECTS + rows * (MAX_BANDS + 1) * PLOT_W rectangles.
+ * SVG_MAX_RECTS rectangles, wide slices go to the coverage too. A parked
+ * stretch is one hatched rectangle when at least a pixel wide and under the
+ * same cap, else not drawn (its markers still are). Markers merge like
+ * slices: at most one of a kind per pixel column and lane, at the first
+ * one's time. So a row costs at most (lanes * MAX_BANDS + 1) * PLOT_W
+ * coverage rectangles and lanes * SM_COUNT * PLOT_W markers, and the file at
+ * most about SVG_MAX_RECTS + rows * (MAX_LANES * (MAX_BANDS + SM_COUNT) + 1)
+ * * PLOT_W elements.
  */
 #include "schedule.h"
 
@@ -36,9 +64,12 @@ extern char **environ;
 #define TOP 64          /* title and subtitle above the rows */
 #define BAND_H 7        /* one nesting level */
 #define MARK_H 5        /* the sleep / idle band */
-#define MAX_BANDS 8
+#define STRIP_H 8       /* a fiber's marker strip, above its lane's bands */
+#define MAX_BANDS 8     /* per lane */
+#define MAX_LANES 4     /* fibers 0, 1, 2, and 3 and up sharing the last */
 #define ROW_PAD 6
 #define SVG_MAX_RECTS 20000
+#define LEGEND_ROWS 6   /* the task kinds; then sleeps, idle, parked, park, resume */
 
 static const char *const colour[SK_COUNT] = {
     "#4e79a7", /* inline: blue */
@@ -49,6 +80,7 @@ static const char *const colour[SK_COUNT] = {
     "#edc948", /* batch-wait: yellow */
     "#b07aa1", /* asleep: purple */
     "#bab0ac", /* idle: grey */
+    "url(#hatch)", /* parked: white stripes over the tasks it holds */
 };
 
 static const char *const meaning[SK_COUNT] = {
@@ -60,6 +92,17 @@ static const char *const meaning[SK_COUNT] = {
     "batch-wait: run by sf_batch_wait, helping its batch",
     "asleep: a get with nothing to run",
     "idle: a worker with nothing to take",
+    "parked: tasks of a fiber its get parked (hatched)",
+};
+
+/* The markers: a pause sign where a get parks its fiber, a play sign where
+ * the thread goes on with a fiber; near-black and teal, which no kind
+ * uses. */
+static const char *const mark_colour[SM_COUNT] = {"#1b1b1b", "#0a8f96"};
+static const char *const mark_class[SM_COUNT] = {"park", "resume"};
+static const char *const mark_meaning[SM_COUNT] = {
+    "park: a get parks the fiber it runs on",
+    "resume: the thread goes on with this fiber",
 };
 
 /* Text for an SVG attribute or element: the trace's name may hold
@@ -83,12 +126,64 @@ static void put_text(FILE *o, const char *s)
     }
 }
 
+/* Where a row's parts go. Task bands are numbered through the row, lane by
+ * lane; band `total` is the sleep / idle band. */
+struct layout {
+    int lanes;               /* 1 for a thread that never switched fibers */
+    int fibered;             /* it did: lanes get strips and labels */
+    int bands[MAX_LANES];    /* task bands of each lane */
+    int first[MAX_LANES];    /* the lane's first band */
+    int total;               /* task bands in the row */
+    double strip_y[MAX_LANES];
+    double band_y[MAX_LANES * MAX_BANDS + 1]; /* the last: the sleep / idle band */
+    double h;                /* the row's height */
+};
+
+static int lane_of(unsigned fiber)
+{
+    return fiber < MAX_LANES ? (int)fiber : MAX_LANES - 1;
+}
+
+/* Lays out thread t's row at row_y. */
+static void lay_out(const struct sched_thread *t, double row_y, struct layout *L)
+{
+    unsigned top_fiber = 0;
+    uint32_t deepest[MAX_LANES] = {0};
+    for (size_t k = 0; k < t->n; k++) {
+        const struct sched_slice *x = &t->s[k];
+        if (x->fiber > top_fiber)
+            top_fiber = x->fiber;
+        if (x->kind < SK_SLEEP && x->depth > deepest[lane_of(x->fiber)])
+            deepest[lane_of(x->fiber)] = x->depth;
+    }
+    for (size_t k = 0; k < t->nm; k++)
+        if (t->m[k].fiber > top_fiber)
+            top_fiber = t->m[k].fiber;
+    L->lanes = lane_of(top_fiber) + 1;
+    L->fibered = t->nm > 0 || top_fiber > 0;
+    L->total = 0;
+    double y = row_y + ROW_PAD / 2.0;
+    for (int l = 0; l < L->lanes; l++) {
+        L->bands[l] = deepest[l] + 1 < MAX_BANDS ? (int)deepest[l] + 1 : MAX_BANDS;
+        L->first[l] = L->total;
+        L->strip_y[l] = y;
+        if (L->fibered)
+            y += STRIP_H;
+        for (int b = 0; b < L->bands[l]; b++, y += BAND_H)
+            L->band_y[L->total + b] = y;
+        L->total += L->bands[l];
+    }
+    L->band_y[L->total] = y + 1;
+    L->h = y - row_y + MARK_H + 2 + ROW_PAD / 2.0;
+}
+
 struct canvas {
     FILE *o;
     double t0, us_per_px;
     size_t rects;
-    double *cov; /* [band][kind][px]: microseconds covered */
-    int bands;   /* task bands of the current row */
+    double *cov;     /* [band][kind][px]: microseconds covered */
+    const struct layout *L; /* the current row's */
+    unsigned char *marked;  /* [lane][mark kind][px]: a marker drawn there */
 };
 
 static double *cov_at(struct canvas *c, int band, int kind)
@@ -114,45 +209,95 @@ static void cover(struct canvas *c, int band, int kind, double a, double b)
     }
 }
 
-static double band_y(int band, double row_y)
-{
-    return row_y + ROW_PAD / 2.0 + band * BAND_H;
-}
-
 /* Deeper bands a little lighter, so that nesting reads as nesting. */
-static double depth_shade(int band)
+static double depth_shade(int depth)
 {
-    return 1 - 0.07 * band;
+    return 1 - 0.07 * depth;
 }
 
-/* One slice: a rectangle when at least a pixel wide and under the cap,
- * else coverage. */
-static void slice(struct canvas *c, const struct sched_slice *x, double row_y)
+/* The row's band of a task at depth `depth` on lane `lane`. */
+static int band_of(const struct layout *L, int lane, uint32_t depth)
 {
-    int band = x->kind < SK_SLEEP
-                   ? (int)(x->depth < (uint32_t)c->bands ? x->depth : (uint32_t)c->bands - 1)
-                   : c->bands;
+    int b = depth < (uint32_t)L->bands[lane] ? (int)depth : L->bands[lane] - 1;
+    return L->first[lane] + b;
+}
+
+/* One task, sleep or idle slice: a rectangle when at least a pixel wide and
+ * under the cap, else coverage. */
+static void slice(struct canvas *c, const struct sched_slice *x)
+{
+    const struct layout *L = c->L;
+    int lane = lane_of(x->fiber);
+    int band = x->kind < SK_SLEEP ? band_of(L, lane, x->depth) : L->total;
     double px0 = (x->t0 - c->t0) / c->us_per_px, w = (x->t1 - x->t0) / c->us_per_px;
     if (w < 1 || c->rects >= SVG_MAX_RECTS) {
         cover(c, band, x->kind, x->t0, x->t1);
         return;
     }
     c->rects++;
-    double y = x->kind < SK_SLEEP ? band_y(band, row_y) : band_y(c->bands, row_y) + 1;
     double h = x->kind < SK_SLEEP ? BAND_H - 1 : MARK_H;
     fprintf(c->o, "<rect class=\"k%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\"",
-            x->kind, LEFT + px0, y, w, h);
-    if (band > 0 && band < c->bands)
-        fprintf(c->o, " fill-opacity=\"%.2f\"", depth_shade(band));
+            x->kind, LEFT + px0, L->band_y[band], w, h);
+    if (band > L->first[lane] && band < L->total)
+        fprintf(c->o, " fill-opacity=\"%.2f\"", depth_shade(band - L->first[lane]));
     fputs("/>\n", c->o);
+}
+
+/* A parked stretch: its tasks' bands hatched, when at least a pixel wide
+ * and under the cap. Drawn after the slices that began before it, over
+ * them (its fiber's open tasks). */
+static void parked(struct canvas *c, const struct sched_slice *x)
+{
+    const struct layout *L = c->L;
+    int lane = lane_of(x->fiber);
+    double px0 = (x->t0 - c->t0) / c->us_per_px, w = (x->t1 - x->t0) / c->us_per_px;
+    if (x->depth == 0 || w < 1 || c->rects >= SVG_MAX_RECTS)
+        return;
+    c->rects++;
+    double y0 = L->band_y[L->first[lane]], y1 = L->band_y[band_of(L, lane, x->depth - 1)];
+    fprintf(c->o, "<rect class=\"k%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\"/>\n",
+            SK_PARKED, LEFT + px0, y0, w, y1 - y0 + BAND_H - 1);
+}
+
+/* A marker's sign at (x, y), its top: a park's two bars astride x, a
+ * resume's triangle pointing on from x. The path starts at x. */
+static void put_mark(FILE *o, int kind, double x, double y)
+{
+    if (kind == SM_PARK)
+        fprintf(o, "<path class=\"%s\" d=\"M%.1f %.1fm-2.5 0h2v6h-2zm3 0h2v6h-2z\"/>",
+                mark_class[kind], x, y);
+    else
+        fprintf(o, "<path class=\"%s\" d=\"M%.1f %.1fl5.5 3l-5.5 3z\"/>", mark_class[kind], x, y);
+}
+
+/* A park or resume sign in its fiber's strip, unless one of its kind is
+ * drawn in that column already. The path starts at the instant's x. */
+static void marker(struct canvas *c, const struct sched_mark *m)
+{
+    const struct layout *L = c->L;
+    int lane = lane_of(m->fiber);
+    double x = (m->t - c->t0) / c->us_per_px;
+    int px = x < 0 ? 0 : x >= PLOT_W ? PLOT_W - 1 : (int)x;
+    unsigned char *seen = c->marked + ((size_t)lane * SM_COUNT + m->kind) * PLOT_W;
+    if (seen[px])
+        return;
+    seen[px] = 1;
+    put_mark(c->o, m->kind, LEFT + x, L->strip_y[lane] + 1);
+    fputc('\n', c->o);
 }
 
 /* Emits band's coverage: per column the kind that covered most, opacity by
  * the share covered, equal neighbours merged. */
-static void flush_cover(struct canvas *c, int band, double row_y)
+static void flush_cover(struct canvas *c, int band)
 {
-    double y = band < c->bands ? band_y(band, row_y) : band_y(c->bands, row_y) + 1;
-    double h = band < c->bands ? BAND_H - 1 : MARK_H;
+    const struct layout *L = c->L;
+    double y = L->band_y[band];
+    double h = band < L->total ? BAND_H - 1 : MARK_H;
+    /* the band's depth in its lane, for its shade */
+    int depth = 0;
+    for (int l = 0; l < L->lanes && band < L->total; l++)
+        if (band >= L->first[l])
+            depth = band - L->first[l];
     int run_kind = -1, run_q = 0, run_from = 0;
     for (int px = 0; px <= PLOT_W; px++) {
         int kind = -1, q = 0;
@@ -176,7 +321,7 @@ static void flush_cover(struct canvas *c, int band, double row_y)
                     "<rect class=\"k%d\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.0f\" "
                     "fill-opacity=\"%.2f\"/>\n",
                     run_kind, LEFT + run_from, y, px - run_from, h,
-                    run_q / 4.0 * (band < c->bands ? depth_shade(band) : 1));
+                    run_q / 4.0 * (band < L->total ? depth_shade(depth) : 1));
         run_kind = kind;
         run_q = q;
         run_from = px;
@@ -210,38 +355,38 @@ int sched_svg(const struct sched *s, FILE *o)
     double span = s->have_time ? s->t_end - begin : 0;
     if (span <= 0)
         span = 1;
-    struct canvas c = {o, begin, span / PLOT_W, 0, NULL, 1};
-    c.cov = malloc(sizeof *c.cov * (MAX_BANDS + 1) * SK_COUNT * PLOT_W);
-    if (c.cov == NULL) {
+    size_t nbands = MAX_LANES * MAX_BANDS + 1;
+    struct canvas c = {o, begin, span / PLOT_W, 0, NULL, NULL, NULL};
+    c.cov = malloc(sizeof *c.cov * nbands * SK_COUNT * PLOT_W);
+    c.marked = malloc((size_t)MAX_LANES * SM_COUNT * PLOT_W);
+    if (c.cov == NULL || c.marked == NULL) {
+        free(c.cov);
+        free(c.marked);
         fputs("sftrace: out of memory\n", stderr);
         return -1;
     }
-    /* Totals, and the height of each row. */
-    uint64_t by_kind[SK_COUNT] = {0}, tasks = 0;
+    /* Totals, and the height of the rows. */
+    uint64_t by_kind[SK_COUNT] = {0}, by_mark[SM_COUNT] = {0}, tasks = 0;
     size_t rows = 0;
-    int bands[1 + 4096];
     double height = TOP;
     for (size_t i = 0; i < s->nthr; i++) {
         const struct sched_thread *t = &s->thr[i];
         if (!t->seen)
             continue;
-        uint32_t deepest = 0;
         for (size_t k = 0; k < t->n; k++) {
             by_kind[t->s[k].kind]++;
             tasks += t->s[k].kind < SK_SLEEP;
-            if (t->s[k].kind < SK_SLEEP && t->s[k].depth > deepest)
-                deepest = t->s[k].depth;
         }
-        if (rows < 4096)
-            bands[rows] = deepest + 1 < MAX_BANDS ? (int)deepest + 1 : MAX_BANDS;
-        else
-            bands[4096] = MAX_BANDS;
-        height += ROW_PAD + bands[rows < 4096 ? rows : 4096] * BAND_H + MARK_H + 2;
+        for (size_t k = 0; k < t->nm; k++)
+            by_mark[t->m[k].kind]++;
+        struct layout L;
+        lay_out(t, height, &L);
+        height += L.h;
         rows++;
     }
     double axis_y = height + 4;
     double legend_y = axis_y + 46;
-    double total_h = legend_y + 4 * 18 + 12;
+    double total_h = legend_y + LEGEND_ROWS * 18 + 12;
     int total_w = LEFT + PLOT_W + RIGHT;
 
     fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -249,9 +394,16 @@ int sched_svg(const struct sched *s, FILE *o)
                "viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
                "font-size=\"12\">\n",
             total_w, total_h, total_w, total_h);
+    /* The hatch of parked stretches: white stripes, the task's colour
+     * showing between them. */
+    fputs("<defs><pattern id=\"hatch\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" "
+          "patternTransform=\"rotate(45)\"><rect width=\"2\" height=\"4\" fill=\"#ffffff\" "
+          "fill-opacity=\"0.8\"/></pattern></defs>\n", o);
     fputs("<style>", o);
     for (int k = 0; k < SK_COUNT; k++)
         fprintf(o, ".k%d{fill:%s}", k, colour[k]);
+    for (int k = 0; k < SM_COUNT; k++)
+        fprintf(o, ".%s{fill:%s}", mark_class[k], mark_colour[k]);
     fputs("</style>\n", o);
     fprintf(o, "<rect width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", total_w, total_h);
     fputs("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">libsf schedule: ", o);
@@ -262,10 +414,11 @@ int sched_svg(const struct sched *s, FILE *o)
         fprintf(o, " (SF_THREADS=%" PRIu64 ")", s->threads_cfg);
     fprintf(o, ", %" PRIu64 " tasks: %" PRIu64 " inline, %" PRIu64 " wait-inlined, %" PRIu64
                " pool, %" PRIu64 " stolen, %" PRIu64 " drained, %" PRIu64 " batch-wait; %" PRIu64
-               " sleeps; span %.3f ms"
+               " sleeps, %" PRIu64 " parks; span %.3f ms"
                "</text>\n",
             tasks, by_kind[SK_INLINE], by_kind[SK_WAIT], by_kind[SK_POOL], by_kind[SK_STOLEN],
-            by_kind[SK_DRAINED], by_kind[SK_BATCH], by_kind[SK_SLEEP], span / 1000);
+            by_kind[SK_DRAINED], by_kind[SK_BATCH], by_kind[SK_SLEEP], by_mark[SM_PARK],
+            span / 1000);
 
     /* Grid and axis. */
     int dec;
@@ -294,52 +447,85 @@ int sched_svg(const struct sched *s, FILE *o)
         const struct sched_thread *t = &s->thr[i];
         if (!t->seen)
             continue;
-        c.bands = bands[r < 4096 ? r : 4096];
-        double row_h = ROW_PAD + c.bands * BAND_H + MARK_H + 2;
+        struct layout L;
+        lay_out(t, row_y, &L);
+        c.L = &L;
         uint64_t n = 0;
-        double busy = 0;
         for (size_t k = 0; k < t->n; k++)
-            if (t->s[k].kind < SK_SLEEP) {
-                n++;
-                if (t->s[k].depth == 0)
-                    busy += t->s[k].t1 - t->s[k].t0;
-            }
+            n += t->s[k].kind < SK_SLEEP;
         fprintf(o, "<g class=\"row\" id=\"thread-%zu\">\n", i);
         fprintf(o, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"/>\n", LEFT,
-                row_y, PLOT_W, row_h, r % 2 ? "#ffffff" : "#f3f3f3");
+                row_y, PLOT_W, L.h, r % 2 ? "#ffffff" : "#f3f3f3");
         fputs("<text x=\"8\" y=\"", o);
         fprintf(o, "%.1f\" font-weight=\"bold\">", row_y + 14);
         put_text(o, t->name);
         fprintf(o, "</text>\n<text x=\"8\" y=\"%.1f\" font-size=\"10\" fill=\"#555555\">%" PRIu64
                    " tasks, %.0f%% busy</text>\n",
-                row_y + 27, n, 100 * busy / span);
-        memset(c.cov, 0, sizeof *c.cov * (MAX_BANDS + 1) * SK_COUNT * PLOT_W);
-        for (size_t k = 0; k < t->n; k++)
-            slice(&c, &t->s[k], row_y);
-        for (int b = 0; b <= c.bands; b++)
-            flush_cover(&c, b, row_y);
+                row_y + 27, n, 100 * sched_busy(t) / span);
+        if (L.fibered)
+            for (int l = 0; l < L.lanes; l++) {
+                if (l > 0) /* where the lane begins */
+                    fprintf(o, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                               "stroke=\"#d0d0d0\"/>\n",
+                            LEFT, L.strip_y[l], LEFT + PLOT_W, L.strip_y[l]);
+                fprintf(o, "<text x=\"%d\" y=\"%.1f\" font-size=\"8\" fill=\"#777777\" "
+                           "text-anchor=\"end\">fiber%s %d%s</text>\n",
+                        LEFT - 4, L.strip_y[l] + 8, l == MAX_LANES - 1 ? "s" : "", l,
+                        l == MAX_LANES - 1 ? "+" : "");
+            }
+        /* only the bands this row has: a row of one band clears one */
+        memset(c.cov, 0, sizeof *c.cov * (size_t)(L.total + 1) * SK_COUNT * PLOT_W);
+        memset(c.marked, 0, (size_t)MAX_LANES * SM_COUNT * PLOT_W);
+        /* In start order, so that a hatch covers the tasks open when its
+         * fiber parked and not those a fiber sharing its lane starts later. */
+        for (size_t k = 0; k < t->n; k++) {
+            if (t->s[k].kind == SK_PARKED)
+                parked(&c, &t->s[k]);
+            else
+                slice(&c, &t->s[k]);
+        }
+        for (int b = 0; b <= L.total; b++)
+            flush_cover(&c, b);
+        for (size_t k = 0; k < t->nm; k++)
+            marker(&c, &t->m[k]);
         fputs("</g>\n", o);
-        row_y += row_h;
+        row_y += L.h;
         r++;
     }
 
-    /* The legend: the kinds in two columns, then how to read depth. */
+    /* The legend: the task kinds, then sleeps, idle spells, parked
+     * stretches and the markers, then how to read depth and lanes. */
     fprintf(o, "<g class=\"legend\">\n");
-    for (int k = 0; k < SK_COUNT; k++) {
-        double x = 12 + (k % 2) * 360, y = legend_y + (k / 2) * 18;
-        fprintf(o, "<rect class=\"k%d\" x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"%d\"/>"
-                   "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
-                k, x, y, k < SK_SLEEP ? 10 : MARK_H + 2, x + 20, y + 10, meaning[k]);
+    for (int k = 0; k < SK_COUNT + SM_COUNT; k++) {
+        int col = k < SK_SLEEP ? 0 : 1, row = k < SK_SLEEP ? k : k - SK_SLEEP;
+        double x = 12 + col * 360, y = legend_y + row * 18;
+        const char *what = k < SK_COUNT ? meaning[k] : mark_meaning[k - SK_COUNT];
+        if (k < SK_PARKED)
+            fprintf(o, "<rect class=\"k%d\" x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"%d\"/>",
+                    k, x, y, k < SK_SLEEP ? 10 : MARK_H + 2);
+        else if (k == SK_PARKED) /* hatched over a task's colour */
+            fprintf(o, "<rect class=\"k%d\" x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"10\"/>"
+                       "<rect class=\"k%d\" x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"10\"/>",
+                    SK_INLINE, x, y, SK_PARKED, x, y);
+        else
+            put_mark(o, k - SK_COUNT, x + (k - SK_COUNT == SM_PARK ? 7 : 4), y + 2);
+        fprintf(o, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", x + 20, y + 10, what);
     }
-    fprintf(o, "<text x=\"732\" y=\"%.0f\" fill=\"#333333\">nesting: a task nested in "
-               "another is drawn</text>\n"
-               "<text x=\"732\" y=\"%.0f\" fill=\"#333333\">one band lower (depths from %d on "
-               "share the last);</text>\n"
-               "<text x=\"732\" y=\"%.0f\" fill=\"#333333\">faded: tasks narrower than a pixel, "
-               "by coverage</text>\n</g>\n",
-            legend_y + 10, legend_y + 28, MAX_BANDS - 1, legend_y + 46);
-    fputs("</svg>\n", o);
+    static const char *const notes[] = {
+        "nesting: a task nested in another is drawn",
+        "one band lower (depths from %d on share the last);",
+        "faded: tasks narrower than a pixel, by coverage;",
+        "fibers: a lane per fiber of a thread that parked",
+        "(0: its own stack; from %d on share the last)",
+    };
+    for (int k = 0; k < 5; k++) {
+        fprintf(o, "<text x=\"732\" y=\"%.0f\" fill=\"#333333\">", legend_y + 10 + k * 18);
+        fprintf(o, notes[k], k == 1 ? MAX_BANDS - 1 : MAX_LANES - 1);
+        fputs("</text>\n", o);
+    }
+    fputs("</g>\n</svg>\n", o);
     free(c.cov);
+    free(c.marked);
     return ferror(o) ? -1 : 0;
 }
 

@@ -1,19 +1,26 @@
 #!/bin/sh
 # test.sh - checks sftrace against a hand-written trace whose summary,
-# sorted order and timeline were worked out by hand (sample.expected), and
-# against broken traces that must be rejected with the right line numbers;
-# checks --counts (sample.counts, counted by hand) and --untimed on the same
-# trace; and checks that the tables of docs/trace-format.md are exactly what
-# sftrace --events prints from runtime/trace_format.h.
+# sorted order, timeline and schedule summary were worked out by hand
+# (sample.expected), and against broken traces that must be rejected with
+# the right line numbers; checks --counts (sample.counts, counted by hand)
+# and --untimed on the same trace; and checks that the tables of
+# docs/trace-format.md are exactly what sftrace --events prints from
+# runtime/trace_format.h. The sample parks: the main thread's get parks its
+# own stack and steals on fiber 1, and the worker's get parks a fiber with
+# two tasks open on it, helps on fiber 1 and goes back to sleep on fiber 0
+# (the busy time counts the parked task once).
 #
 # The Chrome JSON trace: the schedule summary of a hand-written one
-# (sample.json, summary worked out by hand in sample.json.expected), the
-# same without its closing bracket, errors for bad JSON and for text-only
-# options; the SVG of both formats (well-formed XML by xmllint when it is
-# installed, else by a structural check; one row per thread; the legend);
-# --png without rsvg-convert (a one-line error, no file) and with it (a
-# real PNG; SKIP when rsvg-convert is not installed - tools/deps installs
-# it).
+# (sample.json, summary worked out by hand in sample.json.expected; its
+# worker parks as the text sample's does, with the helped task on a fiber
+# track of its own), the same without its closing bracket, errors for bad
+# JSON and for text-only options; the SVG of both formats (well-formed XML
+# by xmllint when it is installed, else by a structural check; one row per
+# thread; the legend; the hatched parked stretch, the park and resume
+# markers and the fiber lanes' labels, element by element, worked out by
+# hand from svg.c's layout); --png without rsvg-convert (a one-line error,
+# no file) and with it (a real PNG; SKIP when rsvg-convert is not installed
+# - tools/deps installs it).
 #
 # Run by `make check` from the build directory; automake exports srcdir, so
 # the data is found from a VPATH build too. SFTRACE overrides the binary.
@@ -80,6 +87,7 @@ inconsistent() {
     run "--sorted" --sorted <"$dir/sample.trace"
     run "--timeline --width 25" --timeline --width 25 <"$dir/sample.trace"
     run "--check" --check - <"$dir/sample.trace"
+    run "--schedule" --schedule <"$dir/sample.trace"
     run "header only" <<EOH
 $(printf 'Thread\tQueue\tAsleep\tTime\tMessage...')
 EOH
@@ -91,7 +99,7 @@ EOH
 } >"$out"
 
 # TAP: one test point per comparison; the driver counts them (Makefile.am).
-echo "1..12"
+echo "1..14"
 n=0
 # point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
 point() {
@@ -134,6 +142,7 @@ point "a JSON trace without its closing ] reads the same" "$dir/sample.json.expe
     printf '[{"ph":"E","tid":0,"ts":1}]' | run "E without B"
     printf '[{"ph":"i","tid":0,"ts":01}]' | run "leading zero"
     printf '[{"ph":"i","tid":0,"ts":1}] x' | run "text after the array"
+    printf '[{"ph":"i","tid":8519680,"ts":1}]' | run "fiber 65"
     run "--sorted on JSON" --sorted <"$dir/sample.json"
     run "--check on JSON" --check <"$dir/sample.json"
 } >"$out"
@@ -142,13 +151,16 @@ cat >"$want" <<'EOW'
 sftrace: <stdin>: byte 26: expected a key
 exit 1
 == E without B
-sftrace: <stdin>: byte 26: an E event with no open slice on its thread
+sftrace: <stdin>: byte 26: an E event with no open slice on its track
 exit 1
 == leading zero
 sftrace: <stdin>: byte 25: expected ',' or '}'
 exit 1
 == text after the array
 sftrace: <stdin>: byte 28: text after the closing ']'
+exit 1
+== fiber 65
+sftrace: <stdin>: byte 32: an event without a one-letter ph and a tid of a thread 0 to 65535 (fiber << 17 | thread, fiber 0 to 64)
 exit 1
 == --sorted on JSON
 sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --svg and --png read it
@@ -178,7 +190,7 @@ svg_ok() {
     for name in "$@"; do
         grep -q "font-weight=\"bold\">$name</text>" "$f" || { echo "no row $name"; return 1; }
     done
-    for kind in inline wait-inlined pool stolen drained batch-wait asleep idle; do
+    for kind in inline wait-inlined pool stolen drained batch-wait asleep idle parked park resume; do
         grep -q ">$kind: " "$f" || { echo "no legend entry $kind"; return 1; }
     done
 }
@@ -206,6 +218,48 @@ svg_json_ok() { "$sftrace" --svg "$svg" <"$dir/sample.json" && svg_ok "$svg" 3 m
 point_ok "the JSON trace's SVG has rows main, worker 1, thread 2 and the legend" svg_json_ok
 svg_text_ok() { "$sftrace" --svg "$svg" <"$dir/sample.trace" && svg_ok "$svg" 2 main "worker 1"; }
 point_ok "the text trace's SVG has rows main, worker 1 and the legend" svg_text_ok
+
+# What the rows draw of fibers: lane labels, hatched parked stretches (class
+# k8) and markers, in the order drawn (a row's labels, its slices, its
+# markers); the legend's are left out. Both samples span 0..125 us over
+# svg.c's 1000 pixels from x=150: x = 150 + 8 * us. The y come from the
+# layout: rows from y=64, in a row 3 pixels of padding, then per lane its
+# 8-pixel marker strip (a marker 1 below its top) and its 7-pixel bands,
+# then the sleep band; a row's height is its lanes, 5 + 2 for the sleep
+# band and 3 of padding. A thread that never switched fibers has one lane
+# and no strip (the JSON main row: 2 bands, 27 high).
+fiber_parts() {
+    grep -E '^<(rect class="k8"|path class="(park|resume)")|>fibers? [0-9]+\+?</text>$' "$1" |
+        grep -v '<text x="[0-9]*" y="[0-9.]*">' | sed 's/^<text .*>\(fibers* [0-9]*+*\)<\/text>$/label \1/'
+}
+"$sftrace" --svg "$svg" <"$dir/sample.json" && fiber_parts "$svg" >"$out" 2>&1
+cat >"$want" <<'EOW'
+label fiber 0
+label fiber 1
+<rect class="k8" x="478.0" y="102.0" width="80.0" height="13"/>
+<path class="park" d="M478.0 95.0m-2.5 0h2v6h-2zm3 0h2v6h-2z"/>
+<path class="resume" d="M478.0 117.0l5.5 3l-5.5 3z"/>
+<path class="resume" d="M558.0 95.0l5.5 3l-5.5 3z"/>
+EOW
+point "the JSON trace's SVG: the worker's fiber lanes, its parked stretch and markers" \
+    "$want" "$out"
+
+"$sftrace" --svg "$svg" <"$dir/sample.trace" && fiber_parts "$svg" >"$out" 2>&1
+cat >"$want" <<'EOW'
+label fiber 0
+label fiber 1
+<path class="park" d="M334.0 68.0m-2.5 0h2v6h-2zm3 0h2v6h-2z"/>
+<path class="resume" d="M334.0 83.0l5.5 3l-5.5 3z"/>
+<path class="resume" d="M630.0 68.0l5.5 3l-5.5 3z"/>
+label fiber 0
+label fiber 1
+<rect class="k8" x="478.0" y="125.0" width="80.0" height="13"/>
+<path class="park" d="M478.0 118.0m-2.5 0h2v6h-2zm3 0h2v6h-2z"/>
+<path class="resume" d="M478.0 140.0l5.5 3l-5.5 3z"/>
+<path class="resume" d="M558.0 118.0l5.5 3l-5.5 3z"/>
+EOW
+point "the text trace's SVG: both threads' fiber lanes, parked stretch and markers" \
+    "$want" "$out"
 
 # Without rsvg-convert on PATH: one line, exit 1, no file.
 no_rsvg() {
