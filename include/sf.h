@@ -44,32 +44,35 @@
  * in caller storage (sf_task_do()) is never published where it lies: its
  * thread moves it into a libsf future first ("Tasks in caller storage").
  *
- * Help-first waiting, and its one limitation. A get whose task runs on
- * another thread runs other pending tasks meanwhile; it returns only after
- * the task it is running ends. A program that hands a future to a task that
- * did not make it, and lets that task wait (directly or through others) for
- * a frame of the thread that is helping, can therefore stall until that
- * helped task can finish - for ever if it waits for that frame: then the
- * get that closes the cycle fails with EDEADLK ("When things go wrong")
- * instead of hanging. Tree-shaped fork-join code, where each task gets only
- * the futures it made itself, never stalls. Futures handed to siblings (a
- * task given two others of its maker's to get) can: a get blocked in one
- * task may help by starting a sibling that needs that very task. Getting
- * such futures with sf_get_isolated() avoids it. Helping nests (a
- * helped task that blocks helps in turn) only while less than half of the
- * thread's stack is used; deeper, a get waits without helping, so helping
- * alone never overflows a stack.
+ * Waiting (docs/waiting.md). A get whose task runs on another thread helps
+ * instead of sleeping: it parks - its stack stays where it is, on its own
+ * thread - and the thread runs other pending work on another of its stacks
+ * (a fiber) meanwhile. Helping never makes a wait depend on the work
+ * helped with, so a get fails with EDEADLK only when the program's own gets
+ * form a cycle ("When things go wrong"): futures may be handed to any task
+ * or thread and got with sf_get(). A parked get goes on once its task is
+ * done, when its thread next waits or finishes a piece of work. A get
+ * inside a task then returns, and work its thread took on meanwhile stays
+ * parked on that thread until it can go on; a get called outside any task
+ * returns only once that work has finished too, so no work stays parked on
+ * a thread that has left libsf. A thread blocked outside libsf (a mutex, a
+ * condition variable, a barrier) runs nothing: a task must not block that
+ * way on something that needs other tasks, and a lock held across a get
+ * calls for sf_get_isolated(). A thread parks at most 64 stacks; beyond, a
+ * get sleeps without helping. Tasks never move between threads: TLS and
+ * errno stay the thread's.
  *
  * Deep chains. A get runs a task that has not started in its own frame, so
  * a chain of nested gets nests as deep as the program recurses. When a get
  * finds its frame in the last quarter of its thread's stack, it runs the
- * task on a fresh stack instead: a new thread, whose stack is the workers'
- * (sf_config.stack_size), gets the task while the calling thread waits, and
- * ends when the task does. A chain a million gets deep thus completes with
- * the default settings, on one thread or many (sf_stats.fresh_stacks counts
- * them). If no thread can be created, the get goes on in place while a
- * sixteenth of the stack is left, and then fails with EAGAIN (ENOMEM if it
- * was memory that lacked) instead of overflowing.
+ * task on a fresh stack instead: a fiber of its thread, or a new thread
+ * when it has none left (either with the workers' stack size,
+ * sf_config.stack_size), which gets the task while the caller waits. A
+ * chain a million gets deep thus completes with the default settings, on
+ * one thread or many (sf_stats.fresh_stacks counts the fresh stacks). If
+ * neither can be had, the get goes on in place while a sixteenth of the
+ * stack is left, and then fails with EAGAIN (ENOMEM if it was memory that
+ * lacked) instead of overflowing.
  *
  * fork(). The child of a process that uses libsf starts with no runtime: its
  * first sf_do() (or sf_init()) starts a fresh one, from the environment,
@@ -152,8 +155,9 @@ typedef struct sf_config {
     /* Where the trace goes. NULL: SF_TRACE_FILE, else stderr. The file is
      * truncated. */
     const char *trace_file;
-    /* Stack size of each pool worker, and of each fresh stack of a deep chain
-     * ("Deep chains"), in bytes. 0: 8 MiB. Valid: 0 or >= 64 KiB. */
+    /* Stack size of each pool worker, of each fiber a thread parks work on
+     * ("Waiting") and of each fresh stack of a deep chain ("Deep chains"), in
+     * bytes. 0: 8 MiB. Valid: 0 or >= 64 KiB. */
     size_t stack_size;
     /* enum sf_stats_mode: print the per-thread statistics table
      * (sf_stats_read_threads) on stderr at sf_shutdown(). */
@@ -301,7 +305,7 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  *
  * Any thread may call it on any future it holds, any number of times, also
  * concurrently; every call returns the same value. The task runs exactly once.
- * While it waits, it may run other tasks (see "Help-first waiting" above).
+ * While it waits, its thread may run other tasks (see "Waiting" above).
  *
  * Fails with NULL and errno (set errno to 0 before the call to tell a failure
  * from a task that returned NULL):
@@ -312,9 +316,10 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
  *           the runtime failed; the task is then neither run nor waited for;
  *   ENOMEM  the task is not finished and there is no memory to register this
  *           thread.
- *   EAGAIN  also: the calling thread's stack is nearly full and no thread can
- *           be created to run the task on a fresh one ("Deep chains"), or
- *   ENOMEM  no memory for that thread; the task is then not run by this get;
+ *   EAGAIN  also: the calling thread's stack is nearly full and neither a
+ *           fiber nor a thread can be had to run the task on a fresh stack
+ *           ("Deep chains"), or
+ *   ENOMEM  no memory for either; the task is then not run by this get;
  *   EDEADLK this get closes a cycle of gets ("When things go wrong").
  * A get of a finished future never blocks; it fails only if the task failed
  * or was cancelled (then NULL, with errno the code or ECANCELED).
@@ -322,12 +327,12 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
 SF_EXPORT void *sf_get(sf_future *f);
 
 /*
- * sf_get() without the latency trade-off of helping. While an ordinary get
- * waits for a task running elsewhere it runs any pending task, and returns
- * only when that one ends: a get of a 0.3 s task may return after 2 s if it
- * helped with an unrelated 2 s task, and code that waits while holding a
- * lock may run a task that wants the same lock. An isolated get helps only
- * with f's own work, as oneTBB's this_task_arena::isolate():
+ * sf_get() that helps only with f's own work. An ordinary get may start any
+ * pending task while it waits; one that computes without waiting runs to its
+ * end before the get can go on, so a get of a 0.3 s task may return after
+ * 2 s if it helped with an unrelated 2 s task, and code that waits while
+ * holding a lock may run a task that wants the same lock. An isolated get
+ * helps only with f's own work, as oneTBB's this_task_arena::isolate():
  *   - if f has not started, it runs f here, and f with every task it makes
  *     (and they make, on any thread) forms a region: while a task of the
  *     region runs, the gets of its thread help only with tasks of the region;
@@ -459,13 +464,10 @@ SF_EXPORT const char *sf_task_error_message(void);
  * A loop is isolated as a whole: while it runs, its calling thread and its
  * participants help (in their blocked gets) only with the loop's own work -
  * the participants and the tasks bodies make - and a get elsewhere never
- * runs that work while it waits; idle pool workers take it as usual. So a
+ * runs that work while it waits; idle pool workers take it as usual. A
  * body may sf_get() a future made outside the loop (by the caller before
- * the loop, by another thread): no helping thread stacks loop work above
- * the task a body waits for, which is what would otherwise let such gets
- * close a cycle (see "When things go wrong"). Tested with every index
- * getting a future the caller queued, plain and isolated gets, at
- * SF_THREADS 1, 2 and 4.
+ * the loop, by another thread): tested with every index getting a future
+ * the caller queued, plain and isolated gets, at SF_THREADS 1, 2 and 4.
  *
  * Failure. A loop is a failure scope: a body that calls sf_fail() fails the
  * loop, whatever thread or task it runs in, at any SF_THREADS. The first
@@ -703,8 +705,7 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg);
  *            wait returns. Only this thread's own tasks are looked at: a
  *            cycle through other threads (a task of b, running elsewhere,
  *            getting a future whose task is this wait's caller) is not
- *            detected, and waits for ever - the help-first limitation
- *            ("Help-first waiting") with a batch in the chain;
+ *            detected, and waits for ever;
  *   EAGAIN, ENOMEM  the calling thread cannot register (as sf_get()).
  */
 SF_EXPORT int sf_batch_wait(sf_batch *b);
@@ -824,8 +825,8 @@ typedef struct sf_thread_stats {
  *        0 thread   680321  680312     0      9       0    719    710 ...
  *        1 worker   665947  665945     1      1       0    409    407 ...
  *    total         1346268 1346257     1     10       0   1128   1117 ...
- * (columns narrowed here), then sleeps, idle (idle_sleeps), busy_ms and
- * avg_ns.
+ * (columns narrowed here), then sleeps, parks, idle (idle_sleeps), busy_ms
+ * and avg_ns.
  *
  * Returns n, or -1 with errno EINVAL (max < 0, or rows NULL with max > 0)
  * or ESRCH (runtime not running).
