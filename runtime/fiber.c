@@ -236,6 +236,19 @@ void sf__ctx_jump(struct sf__ctx *from, struct sf__ctx *to);
 void sf__ctx_trampoline(void);
 _Static_assert(offsetof(struct sf__ctx, sp) == 0, "the assembly reads sp at offset 0");
 
+#if BARE
+/* No sanitizer: the switches are the jump itself. */
+#define SWITCH_ALIASES                                                                   \
+    ".globl sf__ctx_switch\n"                                                            \
+    ".hidden sf__ctx_switch\n"                                                           \
+    ".set sf__ctx_switch, sf__ctx_jump\n"                                                \
+    ".globl sf__ctx_switch_final\n"                                                      \
+    ".hidden sf__ctx_switch_final\n"                                                     \
+    ".set sf__ctx_switch_final, sf__ctx_jump\n"
+#else
+#define SWITCH_ALIASES ""
+#endif
+
 #if defined(__x86_64__)
 /* Pushes then pops: the order of the pops mirrors the pushes exactly, and
  * struct frame below is that layout. The stack is 8 mod 16 at the entry
@@ -281,15 +294,7 @@ __asm__(".pushsection .text\n"
         "    ud2\n"
         "    .cfi_endproc\n"
         ".size sf__ctx_trampoline, .-sf__ctx_trampoline\n"
-#if BARE
-        /* No sanitizer: the switches are the jump itself. */
-        ".globl sf__ctx_switch\n"
-        ".hidden sf__ctx_switch\n"
-        ".set sf__ctx_switch, sf__ctx_jump\n"
-        ".globl sf__ctx_switch_final\n"
-        ".hidden sf__ctx_switch_final\n"
-        ".set sf__ctx_switch_final, sf__ctx_jump\n"
-#endif
+        SWITCH_ALIASES
         ".popsection\n");
 
 struct frame {
@@ -367,14 +372,7 @@ __asm__(".pushsection .text\n"
         "    brk #0\n"
         "    .cfi_endproc\n"
         ".size sf__ctx_trampoline, .-sf__ctx_trampoline\n"
-#if BARE
-        ".globl sf__ctx_switch\n"
-        ".hidden sf__ctx_switch\n"
-        ".set sf__ctx_switch, sf__ctx_jump\n"
-        ".globl sf__ctx_switch_final\n"
-        ".hidden sf__ctx_switch_final\n"
-        ".set sf__ctx_switch_final, sf__ctx_jump\n"
-#endif
+        SWITCH_ALIASES
         ".popsection\n");
 
 struct frame {

@@ -21,13 +21,6 @@ extern char **environ;
 /* Busy work of about `us` microseconds (a task-length for the fairness
  * tests), without sleeping: a sleeping task would give its core away and
  * blur the order. */
-static void spin_us(double us)
-{
-    double end = tu_now_ms() + us / 1000.0;
-    while (tu_now_ms() < end)
-        ;
-}
-
 static void *square(void *arg)
 {
     long i = (long)arg;
@@ -457,13 +450,13 @@ static atomic_int small_finished;
 static void *big_task(void *arg)
 {
     atomic_fetch_add(&big_started, 1);
-    spin_us(TASK_US);
+    tu_spin_us(TASK_US);
     return arg;
 }
 
 static void *small_task(void *arg)
 {
-    spin_us(TASK_US);
+    tu_spin_us(TASK_US);
     atomic_store(&small_done_at[(long)arg], atomic_load(&big_started));
     atomic_fetch_add(&small_finished, 1);
     return arg;
@@ -536,7 +529,7 @@ static void *which_task(void *arg)
         ;
     int k = atomic_fetch_add(&order_at, 1);
     order[k] = (signed char)(long)arg;
-    spin_us(TASK_US / 5);
+    tu_spin_us(TASK_US / 5);
     return arg;
 }
 

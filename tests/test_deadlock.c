@@ -30,26 +30,7 @@ static void start(int threads)
     ck_assert_int_eq(sf_init(NULL), 0);
 }
 
-static void spin_us(double us)
-{
-    double end = tu_now_ms() + us / 1000.0;
-    while (tu_now_ms() < end)
-        ;
-}
-
 static void *get_on_thread(void *arg) { return sf_get(arg); }
-
-/* Waits (bounded) until *n reaches want; 1 if it did. */
-static int wait_count(atomic_int *n, int want, long timeout_ms)
-{
-    double end = tu_now_ms() + (double)timeout_ms;
-    while (atomic_load(n) < want) {
-        if (tu_now_ms() > end)
-            return 0;
-        tu_sleep_ms(1);
-    }
-    return 1;
-}
 
 /* ---- a task that gets its own future ---- */
 
@@ -181,8 +162,8 @@ static void *ring_task(void *arg)
     long i = (long)arg;
     ring_thread_of[i] = pthread_self();
     atomic_fetch_add(&ring_started, 1);
-    if (!wait_count(&ring_published, ring_k, WAIT_MS) ||
-        !wait_count(&ring_started, ring_k, WAIT_MS))
+    if (!tu_wait_count(&ring_published, ring_k, WAIT_MS) ||
+        !tu_wait_count(&ring_started, ring_k, WAIT_MS))
         return (void *)-1L;
     ring_val[i] = UNTOUCHED;
     ring_rc[i] = sf_wait(atomic_load(&ring[(i + 1) % ring_k]), &ring_val[i]);
@@ -242,7 +223,7 @@ START_TEST(cycle_across_foreign_threads)
         ring_rc[i] = -1;
         ck_assert_int_eq(pthread_create(&t[i], NULL, ring_member, (void *)i), 0);
     }
-    ck_assert_msg(wait_count(&ring_done, ring_k, 3 * WAIT_MS),
+    ck_assert_msg(tu_wait_count(&ring_done, ring_k, 3 * WAIT_MS),
                   "a ring of %d gets never resolved (%d of its members returned)", ring_k,
                   atomic_load(&ring_done));
     for (int i = 0; i < ring_k; i++)
@@ -300,7 +281,7 @@ static void *chain_task(void *arg)
     atomic_fetch_add(&chain_started, 1);
     /* Every task of the chain runs before any gets: no get finds one of
      * them pending, to run it nested in its own frame (sf.h, "Waiting"). */
-    if (!wait_count(&chain_published, 5, WAIT_MS) || !wait_count(&chain_started, 5, WAIT_MS))
+    if (!tu_wait_count(&chain_published, 5, WAIT_MS) || !tu_wait_count(&chain_started, 5, WAIT_MS))
         return (void *)-1L;
     if (i == 2) {
         tu_sleep_ms(300);
@@ -331,7 +312,7 @@ START_TEST(long_wait_is_no_cycle)
         chain_rc[i] = -1;
         ck_assert_int_eq(pthread_create(&t[i], NULL, chain_member, (void *)i), 0);
     }
-    ck_assert_msg(wait_count(&chain_done, 5, 3 * WAIT_MS), "an acyclic chain of gets hung");
+    ck_assert_msg(tu_wait_count(&chain_done, 5, 3 * WAIT_MS), "an acyclic chain of gets hung");
     static const long want[5] = {104, 103, 102, 103, 103};
     for (int i = 0; i < 5; i++) {
         void *v = NULL;
@@ -381,14 +362,14 @@ static void count_rc(int rc)
 
 static void *leaf_task(void *arg)
 {
-    spin_us(100);
+    tu_spin_us(100);
     return (void *)leaf_want[(long)arg];
 }
 
 static void *mid_task(void *arg)
 {
     long j = (long)arg;
-    spin_us(50);
+    tu_spin_us(50);
     long sum = 1;
     for (int d = 0; d < FANIN; d++) {
         long k = (j + d) % WIDTH;
@@ -399,7 +380,7 @@ static void *mid_task(void *arg)
             atomic_fetch_add(&wrong_values, 1);
         sum += rc == 0 ? (long)r : 0;
     }
-    spin_us(50);
+    tu_spin_us(50);
     return (void *)sum;
 }
 
@@ -514,12 +495,12 @@ static long lat_get(sf_future *f)
 static void *lat_task(void *arg)
 {
     struct lat_node *n = arg;
-    spin_us(100);
+    tu_spin_us(100);
     long v = 1;
     for (int d = 0; d < 2; d++)
         if (n->in[d] != NULL)
             v += lat_get(n->in[d]);
-    spin_us(50);
+    tu_spin_us(50);
     return (void *)v;
 }
 
@@ -573,7 +554,7 @@ static atomic_int tree_deadlocks;
 static void *tree_task(void *arg)
 {
     long d = (long)arg;
-    spin_us(20);
+    tu_spin_us(20);
     if (d == 0)
         return (void *)1L;
     sf_future *a = sf_do(tree_task, (void *)(d - 1));

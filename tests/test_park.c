@@ -71,25 +71,6 @@ static void start(int threads)
     ck_assert_int_eq(sf_init(NULL), 0);
 }
 
-static void spin_us(double us)
-{
-    double end = tu_now_ms() + us / 1000.0;
-    while (tu_now_ms() < end)
-        ;
-}
-
-/* Waits (bounded) until *n reaches want; 1 if it did. */
-static int wait_count(atomic_int *n, int want, long timeout_ms)
-{
-    double end = tu_now_ms() + (double)timeout_ms;
-    while (atomic_load(n) < want) {
-        if (tu_now_ms() > end)
-            return 0;
-        tu_sleep_ms(1);
-    }
-    return 1;
-}
-
 /* ---- peak resident set ---- */
 
 /* Resets the process's peak RSS (VmHWM) to its current RSS where the kernel
@@ -147,7 +128,7 @@ static void hold_workers(int threads)
     ck_assert_ptr_nonnull(hold_batch = sf_batch_new());
     for (long i = 0; i < hold_n; i++)
         ck_assert_ptr_nonnull(hold_f[i] = sf_batch_do(hold_batch, hold_task, (void *)(i + 1)));
-    ck_assert_msg(wait_count(&hold_started, hold_n, WAIT_MS),
+    ck_assert_msg(tu_wait_count(&hold_started, hold_n, WAIT_MS),
                   "setup: %d of %d pool workers took a holder", atomic_load(&hold_started),
                   hold_n);
 }
@@ -400,7 +381,7 @@ START_TEST(pipeline_of_handed_futures)
         ck_assert_int_eq(pthread_create(&t[k], NULL, pipe_stage, (void *)k), 0);
     /* A stage stuck in a get for ever fails the test here, not in the
      * tcase's timeout; a correct runtime needs seconds. */
-    if (!wait_count(&pipe_done, PIPE_STAGES, 6 * WAIT_MS))
+    if (!tu_wait_count(&pipe_done, PIPE_STAGES, 6 * WAIT_MS))
         ck_abort_msg("SF_THREADS=%d: the pipeline stalled: stages at items %ld %ld %ld %ld of "
                      "%ld; %ld gets failed with EDEADLK so far",
                      threads, atomic_load(&pipe_progress[0]), atomic_load(&pipe_progress[1]),
@@ -639,7 +620,7 @@ static void run_roots(int n, void *(*fn)(void *), bool as_task, long *got)
         r[i] = (struct root_thread){fn, i, as_task};
         ck_assert_int_eq(pthread_create(&t[i], NULL, root_thread_main, &r[i]), 0);
     }
-    ck_assert_msg(wait_count(&roots_done, n, 6 * WAIT_MS),
+    ck_assert_msg(tu_wait_count(&roots_done, n, 6 * WAIT_MS),
                   "only %d of %d root threads returned: a get hangs (%ld failed with EDEADLK "
                   "so far)",
                   atomic_load(&roots_done), n, atomic_load(&handed_deadlocks));
@@ -667,7 +648,7 @@ struct lat_node {
 static void *lat_task(void *arg)
 {
     struct lat_node *n = arg;
-    spin_us(20);
+    tu_spin_us(20);
     long v = 1;
     for (int d = 0; d < 2; d++)
         if (n->in[d] != NULL)
@@ -748,10 +729,10 @@ static void *xt_task(void *arg)
     long id = (long)arg % XT_IDS; /* (t * XT_LAYERS + l) * XT_WIDTH + j */
     long round = (long)arg / XT_IDS;
     long j = id % XT_WIDTH, l = id / XT_WIDTH % XT_LAYERS, t = id / XT_WIDTH / XT_LAYERS;
-    spin_us(20);
+    tu_spin_us(20);
     if (l == 0)
         return (void *)1L;
-    if (!wait_count(&xt_published, (int)(XT_THREADS * (round + 1)), WAIT_MS))
+    if (!tu_wait_count(&xt_published, (int)(XT_THREADS * (round + 1)), WAIT_MS))
         return (void *)-1000L;
     return (void *)(1 + handed_get(xt_f[(t + 1) % XT_THREADS][l - 1][j]) +
                     handed_get(xt_f[t][l - 1][(j + 1) % XT_WIDTH]));
@@ -834,7 +815,7 @@ static void *dia_both(void *arg)
 {
     struct dia_user *u = arg;
     struct dia_node *n = u->n;
-    spin_us(5);
+    tu_spin_us(5);
     long v = 1 + u->which + handed_get(n->d[u->which]) + handed_get(n->d[1 - u->which]);
     dia_done_with(n);
     return (void *)v;
@@ -850,7 +831,7 @@ static void *dia(void *arg)
 {
     long d = (long)arg;
     if (d == 0) {
-        spin_us(20);
+        tu_spin_us(20);
         return (void *)1L;
     }
     struct dia_node *n = malloc(sizeof *n);
@@ -924,7 +905,7 @@ static void *pair_task(void *arg)
 {
     long i = (long)arg;
     atomic_fetch_add(&pair_started, 1);
-    if (!wait_count(&pair_made, 2, WAIT_MS) || !wait_count(&pair_started, 2, WAIT_MS))
+    if (!tu_wait_count(&pair_made, 2, WAIT_MS) || !tu_wait_count(&pair_started, 2, WAIT_MS))
         return (void *)-1L;
     pair_val[i] = UNTOUCHED;
     pair_rc[i] = sf_wait(atomic_load(&pair_f[1 - i]), &pair_val[i]);
@@ -1306,7 +1287,7 @@ static void *z_task(void *arg)
         /* Still running, most likely, when L gets it: L parks. */
         if (!tu_wait_flag(&l_started, WAIT_MS))
             return (void *)-1L;
-        spin_us(20000);
+        tu_spin_us(20000);
         return arg;
     }
     return tu_wait_flag(&getter_returned, Z_WAIT_MS) ? arg : Z_GAVE_UP;

@@ -48,6 +48,24 @@ int tu_wait_flag(atomic_int *flag, long timeout_ms)
     }
 }
 
+int tu_wait_count(atomic_int *n, int want, long timeout_ms)
+{
+    double end = tu_now_ms() + (double)timeout_ms;
+    while (atomic_load(n) < want) {
+        if (tu_now_ms() > end)
+            return 0;
+        tu_sleep_ms(1);
+    }
+    return 1;
+}
+
+void tu_spin_us(double us)
+{
+    double end = tu_now_ms() + us / 1000.0;
+    while (tu_now_ms() < end)
+        ;
+}
+
 void tu_env_clean(void)
 {
     unsetenv("SF_THREADS");

@@ -31,6 +31,11 @@ void tu_sleep_ms(long ms);
 /* Waits until *flag != 0 or timeout_ms pass (yielding, then napping).
  * Returns 1 if the flag was seen set, 0 on timeout. */
 int tu_wait_flag(atomic_int *flag, long timeout_ms);
+/* Waits until *n >= want or timeout_ms pass (napping 1 ms). Returns 1 if it
+ * was reached, 0 on timeout. */
+int tu_wait_count(atomic_int *n, int want, long timeout_ms);
+/* Spins for us microseconds without sleeping: a task that holds its thread. */
+void tu_spin_us(double us);
 
 /* Environment: SF_THREADS=n, and clears SF_TRACE / SF_TRACE_FILE / SF_STATS so a test
  * starts from a known environment whatever the caller's shell has. */
