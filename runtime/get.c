@@ -352,7 +352,7 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
     if (SF__UNLIKELY(sf__pool_past_deadline()))
         return NULL;
     *from = me->id;
-    sf_future *g = sf__pending_pop(&me->q, region, true, claimed);
+    sf_future *g = sf__pending_pop(&me->q, region, claimed);
     if (g != NULL)
         return g;
     SF__BUMP(me->c_steal_tries);

@@ -217,7 +217,7 @@ struct sf__thread *sf__enter_slow(void)
  */
 static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
 {
-    sf_future *f = sf__pending_pop(&me->q, SF__REGION_ANY, true, claimed);
+    sf_future *f = sf__pending_pop(&me->q, SF__REGION_ANY, claimed);
     for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
         f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, SF__REGION_ANY, UINT64_MAX,
                               claimed);

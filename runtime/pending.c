@@ -197,10 +197,10 @@ bool sf__pending_grow(struct sf__pending *q)
 }
 
 /* Owner: claim its newest pending task (helping while a get waits), if
- * `region` admits it (future.h, sf__region_admits) and, unless `local`, it is
- * no local future. Tasks of a region are the newest while its task runs
- * here, so a newest one outside it means none is left. */
-sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, bool local, uint64_t *claimed)
+ * `region` admits it (future.h, sf__region_admits). Tasks of a region are
+ * the newest while its task runs here, so a newest one outside it means
+ * none is left. */
+sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed)
 {
     SF__OWNER_CHECK(q, "popping a pending queue");
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
@@ -215,8 +215,6 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, bool local, u
          * marked slot is a live future of ours (Local futures). */
         uint64_t s = f != NULL ? atomic_load_explicit(&f->state, memory_order_relaxed) : 0;
         if (sf__pending_holds(q, s)) {
-            if (!local && sf__slot_local(p))
-                return NULL;
             /* Relaxed: our own store at sf_do, as the state says. */
             if (region != SF__REGION_ANY &&
                 !sf__region_admits(region, atomic_load_explicit(&f->region, memory_order_relaxed)))

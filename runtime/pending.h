@@ -206,7 +206,7 @@ static inline bool sf__pending_holds_own(const struct sf__pending *q, uint64_t s
 }
 
 bool sf__pending_grow(struct sf__pending *q);
-sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, bool local, uint64_t *claimed);
+sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed);
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
                              uint64_t *claimed);
 void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot);

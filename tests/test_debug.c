@@ -402,7 +402,7 @@ static void forgotten_then_popped(void)
     forget_task();
     scribble();
     uint64_t claimed;
-    sf__pending_pop(&sf__tls.me->q, SF__REGION_ANY, true, &claimed);
+    sf__pending_pop(&sf__tls.me->q, SF__REGION_ANY, &claimed);
 }
 
 START_TEST(forgotten_task_popped_reported)

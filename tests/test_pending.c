@@ -62,14 +62,14 @@ START_TEST(push_tags_and_pop_lifo)
     ck_assert_uint_eq(bottom(), 3);
     for (int i = 2; i >= 0; i--) {
         uint64_t claimed = 0;
-        ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[i]);
+        ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[i]);
         ck_assert_uint_eq(claimed, (tag_of((uint64_t)i) << SF__TAG_SHIFT) | SF__RUNNING);
         ck_assert_uint_eq(st(&fs[i]), claimed);
         ck_assert(!sf__pending_holds(&q, st(&fs[i])));
         ck_assert_uint_eq(bottom(), (uint64_t)i);
     }
     uint64_t claimed = 0;
-    ck_assert_ptr_null(sf__pending_pop(&q, 0, true, &claimed));
+    ck_assert_ptr_null(sf__pending_pop(&q, 0, &claimed));
     /* A future of another queue (another id in its tag) is not held here. */
     ck_assert(!sf__pending_holds(&q, (((uint64_t)(ID + 1) << SF__SEQ_BITS) << SF__TAG_SHIFT) |
                                          SF__PENDING));
@@ -91,7 +91,7 @@ START_TEST(ring_grows)
     ck_assert_uint_eq(bottom() - top(), NF);
     for (int i = NF - 1; i >= 0; i--) {
         uint64_t claimed;
-        ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[i]);
+        ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[i]);
         ck_assert_uint_eq(sf__tag_seq(claimed), (uint64_t)i);
     }
     ck_assert_uint_eq(bottom(), top());
@@ -441,8 +441,8 @@ START_TEST(local_slot_between_pending_ones_is_cleared)
     ck_assert_uint_eq(bottom(), 3);
     /* NULL slots are no tasks: the pop skips one, the trims drop them. */
     uint64_t claimed;
-    ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[1]);
-    ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[0]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[1]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[0]);
     ck_assert_uint_eq(bottom(), 0);
     /* Oldest first: each local slot is dropped from the top. */
     push_local(&local[1]);
@@ -458,12 +458,12 @@ START_TEST(local_slot_between_pending_ones_is_cleared)
     q.fl = NULL;
     sf__pending_publish(&q);
     ck_assert_uint_eq(q.pub_idx, 1); /* stopped at local[2]: no memory */
-    ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[2]);
-    ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &local[2]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[2]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &local[2]);
     ck_assert_uint_eq(bottom(), 1);
     ck_assert_uint_eq(q.pub_idx, 1);
     push(&fs[3]);
-    ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[3]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[3]);
     ck_assert_uint_eq(q.pub_idx, 1);
     ck_assert_uint_eq(bottom(), 1);
     push_local(&local[0]); /* reused storage, index 1 again */
@@ -520,7 +520,7 @@ START_TEST(local_slots_got_oldest_first)
     own_run_local(&local[5]);
     ck_assert_uint_eq(bottom(), 5);
     uint64_t claimed;
-    ck_assert_ptr_eq(sf__pending_pop(&q, 0, true, &claimed), &fs[0]);
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[0]);
     ck_assert_uint_eq(bottom(), 0);
     /* The oldest of two, with nothing else queued: top moves past it. */
     push_local(&local[0]); /* slot 0 */
@@ -546,7 +546,7 @@ START_TEST(has_pending_and_discard)
     ck_assert(!sf__pending_has_pending(&q));
     /* A slot whose future was discarded is dropped by the next pop. */
     uint64_t claimed;
-    ck_assert_ptr_null(sf__pending_pop(&q, 0, true, &claimed));
+    ck_assert_ptr_null(sf__pending_pop(&q, 0, &claimed));
     ck_assert_uint_eq(bottom(), 0);
 }
 END_TEST
