@@ -36,7 +36,8 @@
  *               depth and the fresh stacks).
  *   waits       a batch wait and sf_shutdown's drain let a task parked
  *               beneath them on their thread go on; a failure stays with
- *               the task of the fiber that failed it.
+ *               the task of the fiber that failed it; an sf_task run on a
+ *               parked fiber of its maker's thread is waited for.
  *   latency     as an ordering, not a time: a task's get of a short task
  *               whose thread helped with a long unrelated one returns
  *               before the long task ends; plain code's get returns after
@@ -1595,6 +1596,73 @@ START_TEST(a_failure_stays_with_the_task_of_its_fiber)
 }
 END_TEST
 
+/* An sf_task that a fiber of its maker's thread took to help with is
+ * waited for, not reported: M makes T in caller storage and gets X, held
+ * elsewhere until T has started; its thread helps with T (its newest task)
+ * on another fiber, and T gets Z, held until M is about to get T, and
+ * parks. M goes on once X is done and gets T, which runs on its own
+ * thread's parked fiber: the get waits for it (no EDEADLK, the value). */
+#define LT_X ((void *)0x91L)
+#define LT_Z ((void *)0x92L)
+static atomic_int lt_x_running, lt_z_running, lt_t_started, lt_m_getting;
+static sf_future *lt_x, *lt_z;
+
+static void *lt_x_task(void *arg)
+{
+    atomic_store(&lt_x_running, 1);
+    return tu_wait_flag(&lt_t_started, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *lt_z_task(void *arg)
+{
+    atomic_store(&lt_z_running, 1);
+    return tu_wait_flag(&lt_m_getting, WAIT_MS) ? arg : (void *)-1L;
+}
+
+static void *lt_t_task(void *arg)
+{
+    atomic_store(&lt_t_started, 1);
+    return sf_get(lt_z) == LT_Z ? arg : (void *)-1L; /* parks */
+}
+
+static void *lt_m_task(void *arg)
+{
+    (void)arg;
+    sf_task t;
+    if (sf_task_do(&t, lt_t_task, (void *)0x93L) != 0)
+        return (void *)-1L;
+    void *xv = sf_get(lt_x); /* helps: T runs on another fiber */
+    atomic_store(&lt_m_getting, 1);
+    errno = 0;
+    void *tv = sf_task_get(&t);
+    if (tv == NULL)
+        return (void *)(long)-errno;
+    return xv == LT_X && tv == (void *)0x93L ? (void *)1L : (void *)-2L;
+}
+
+START_TEST(an_sf_task_on_a_parked_fiber_of_its_maker_is_waited_for)
+{
+    int threads = 1 + _i;
+    start(threads);
+    hold_workers(threads);
+    struct elsewhere xe, ze;
+    lt_x = run_elsewhere(&xe, lt_x_task, LT_X, &lt_x_running);
+    lt_z = run_elsewhere(&ze, lt_z_task, LT_Z, &lt_z_running);
+    sf_future *m = sf_do(lt_m_task, NULL);
+    ck_assert_ptr_nonnull(m);
+    void *mv = sf_get(m);
+    ck_assert_msg(mv == (void *)1L, "M gave %ld (a negative errno: sf_task_get failed)", (long)mv);
+    sf_release(m);
+    ck_assert_ptr_eq(join_elsewhere(&xe), LT_X);
+    ck_assert_ptr_eq(join_elsewhere(&ze), LT_Z);
+    release_workers();
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_ge(s.parks, 2); /* M's get of X, T's of Z */
+    ck_assert_uint_eq(s.parks, s.resumes);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *park_suite(void)
 {
     Suite *s = suite_create("park");
@@ -1647,6 +1715,7 @@ static Suite *park_suite(void)
     tcase_add_loop_test(waits, batch_wait_lets_a_parked_task_of_its_batch_go_on, 0, 2);
     tcase_add_test(waits, shutdown_drain_lets_a_parked_task_go_on);
     tcase_add_loop_test(waits, a_failure_stays_with_the_task_of_its_fiber, 0, 2);
+    tcase_add_loop_test(waits, an_sf_task_on_a_parked_fiber_of_its_maker_is_waited_for, 0, 2);
     suite_add_tcase(s, waits);
     return s;
 }
