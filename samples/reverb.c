@@ -85,8 +85,8 @@ static uint64_t fnv(const void *p, size_t n)
 /* -h: to stdout, status 0; a bad command line: to stderr, status 2. */
 static int usage_to(FILE *out, int status)
 {
-    fprintf(out, "reverb: usage: reverb [-s SECONDS] [-i IR_SECONDS] [-f IN] [-b BLOCK] [-w WINDOW] "
-                 "[-c] [-q] [-v] [-o OUT]\n");
+    fprintf(out, "reverb: usage: reverb [-s SECONDS] [-i IR_SECONDS] [-f IN] [-b BLOCK] "
+                 "[-w WINDOW] [-c] [-q] [-v] [-o OUT]\n");
     return status;
 }
 

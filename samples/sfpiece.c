@@ -188,7 +188,8 @@ int main(int argc, char **argv)
         if (s->why != NULL)
             fprintf(stderr, "sfpiece: %s: %s\n", path, s->why);
         else
-            fprintf(stderr, "sfpiece: %s\n", reverb_error(r) != NULL ? reverb_error(r) : strerror(e));
+            fprintf(stderr, "sfpiece: %s\n",
+                    reverb_error(r) != NULL ? reverb_error(r) : strerror(e));
         return 1;
     }
     if (sound_close(&s->w, &why) != 0) {

@@ -5,11 +5,12 @@
  * A piece is a score made from a seed: clouds (textures with their own pitch
  * set, density, grain lengths, waveform, stereo spread and fade) of many
  * short grains (a windowed oscillator each, or a window on a source sound:
- * pitch, start, length, envelope, amplitude, pan). Rendering a stretch of the piece is a task that gets one
- * task per cloud, each of which gets one task per grain. Every sample is a
- * pure function of the score (and the source), and the mix adds in a fixed order, so a
- * rendering is the same bit for bit whatever the number of threads, and the
- * same whether the piece is rendered whole or stretch by stretch.
+ * pitch, start, length, envelope, amplitude, pan). Rendering a stretch of
+ * the piece is a task that gets one task per cloud, each of which gets one
+ * task per grain. Every sample is a pure function of the score (and the
+ * source), and the mix adds in a fixed order, so a rendering is the same bit
+ * for bit whatever the number of threads, and the same whether the piece is
+ * rendered whole or stretch by stretch.
  */
 #ifndef SAMPLES_AUDIO_GRANULAR_H
 #define SAMPLES_AUDIO_GRANULAR_H

@@ -175,7 +175,8 @@ static double *resample(const double *x, size_t n, int channels, int from, int t
         size_t i = (size_t)(at / (uint64_t)to), i1 = i + 1 < n ? i + 1 : n - 1;
         double frac = (double)(at % (uint64_t)to) / (double)to;
         for (int c = 0; c < channels; c++) {
-            double a = x[i * (size_t)channels + (size_t)c], b = x[i1 * (size_t)channels + (size_t)c];
+            double a = x[i * (size_t)channels + (size_t)c];
+            double b = x[i1 * (size_t)channels + (size_t)c];
             y[(size_t)j * (size_t)channels + (size_t)c] = a + frac * (b - a);
         }
     }
