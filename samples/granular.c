@@ -1,19 +1,27 @@
 /*
- * granular - granular synthesis to a WAV file with libsf: thousands of short
- * grains, each a task; a cloud task makes its grains and gets them, the
- * piece task gets its clouds (samples/audio/granular.c).
+ * granular - granular synthesis to a sound file with libsf: thousands of
+ * short grains, each a task; a cloud task makes its grains and gets them,
+ * the piece task gets its clouds (samples/audio/granular.c).
  *
- *     usage: granular [-s SECONDS] [-r SEED] [-o OUT.wav] [-q]
+ *     usage: granular [-s SECONDS] [-r SEED] [-f IN] [-o OUT] [-q]
  *       -s  length, default 20 (0 < SECONDS <= 3600)
  *       -r  seed of the score, default 1
- *       -o  output path, default granular.wav
+ *       -f  grains of this sound instead of oscillators: any file libsndfile
+ *           reads, mono or stereo (mixed to mono), any rate (resampled to
+ *           44.1 kHz), up to an hour; the piece scans it from start to end
+ *       -o  output path, default granular.wav; its extension picks the
+ *           format among libsndfile's (.wav, .flac, .aiff, .ogg, ...; none:
+ *           WAV)
  *       -q  print nothing on success
  *     SF_THREADS=2 samples/granular -s 10 -o cloud.wav
+ *     samples/granular -s 10 -f voice.flac -o voice-cloud.flac
  *
- * The file is 44.1 kHz stereo 16-bit PCM, and the same byte for byte for a
- * seed and length whatever SF_THREADS is (grains and clouds are summed in a
- * fixed order). Prints one line: the score, the time, the file. Exit status
- * 0, 1 on a failure, 2 on bad usage.
+ * The file is 44.1 kHz stereo, 16-bit PCM where the format holds it (WAV,
+ * FLAC, AIFF, ...), and the same byte for byte for a seed, length and input
+ * whatever SF_THREADS is (grains and clouds are summed in a fixed order).
+ * Prints one line: the score, the time, the file. Exit status 0, 1 on a
+ * failure (an input or output it cannot use: one line on stderr), 2 on bad
+ * usage.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -29,7 +37,7 @@
 
 #include "audio/args.h"
 #include "audio/granular.h"
-#include "audio/wav.h"
+#include "audio/sound.h"
 #include "sf.h"
 
 static double now(void)
@@ -42,7 +50,7 @@ static double now(void)
 /* -h: to stdout, status 0; a bad command line: to stderr, status 2. */
 static int usage_to(FILE *out, int status)
 {
-    fprintf(out, "granular: usage: granular [-s SECONDS] [-r SEED] [-o OUT.wav] [-q]\n");
+    fprintf(out, "granular: usage: granular [-s SECONDS] [-r SEED] [-f IN] [-o OUT] [-q]\n");
     return status;
 }
 
@@ -52,9 +60,9 @@ int main(int argc, char **argv)
 {
     double seconds = 20;
     uint64_t seed = 1;
-    const char *path = "granular.wav";
+    const char *path = "granular.wav", *in = NULL, *why = NULL;
     int quiet = 0, opt;
-    while ((opt = getopt(argc, argv, "s:r:o:qh")) != -1) {
+    while ((opt = getopt(argc, argv, "s:r:f:o:qh")) != -1) {
         switch (opt) {
         case 's':
             if (arg_seconds(optarg, 3600, &seconds) != 0)
@@ -64,6 +72,7 @@ int main(int argc, char **argv)
             if (arg_seed(optarg, &seed) != 0)
                 return usage();
             break;
+        case 'f': in = optarg; break;
         case 'o': path = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': return usage_to(stdout, 0);
@@ -73,11 +82,26 @@ int main(int argc, char **argv)
     if (optind != argc)
         return usage();
 
+    /* The output's format first: a bad extension fails before the work. */
+    const int format = sound_format(path, 2, GRANULAR_RATE, &why);
+    if (format == 0) {
+        fprintf(stderr, "granular: %s: %s\n", path, why);
+        return 1;
+    }
+    double *src = NULL;
+    size_t src_frames = 0;
+    if (in != NULL &&
+        (src = sound_read(in, 1, GRANULAR_RATE, 3600 * (size_t)GRANULAR_RATE, &src_frames,
+                          &why)) == NULL) {
+        fprintf(stderr, "granular: %s: %s\n", in, why);
+        return 1;
+    }
     granular *g = granular_new(seconds, seed);
     if (g == NULL) {
         perror("granular");
         return 1;
     }
+    granular_source(g, src, src_frames);
     const size_t frames = granular_frames(g);
     sf_stats st;
     if (sf_init(NULL) != 0 || sf_stats_read(&st) != 0) {
@@ -98,18 +122,27 @@ int main(int argc, char **argv)
     sf_shutdown();
     for (size_t i = 0; i < 2 * frames; i++)
         mix[i] = granular_limit(mix[i]);
-    wav_writer w;
-    if (wav_open(&w, path, 2, GRANULAR_RATE, frames) != 0 || wav_write(&w, mix, frames) != 0 ||
-        wav_close(&w) != 0) {
-        fprintf(stderr, "granular: %s: %s\n", path, strerror(errno));
+    sound_writer w;
+    if (sound_create(&w, path, format, 2, GRANULAR_RATE, &why) != 0) {
+        fprintf(stderr, "granular: %s: %s\n", path, why);
+        return 1;
+    }
+    if (sound_write(&w, mix, frames, &why) != 0) {
+        sound_close(&w, NULL);
+        fprintf(stderr, "granular: %s: %s\n", path, why);
+        return 1;
+    }
+    if (sound_close(&w, &why) != 0) {
+        fprintf(stderr, "granular: %s: %s\n", path, why);
         return 1;
     }
     if (!quiet)
         printf("granular: %.1f s of 44.1 kHz stereo, %zu grains in %zu clouds (seed %" PRIu64
-               "), rendered in %.3f s at SF_THREADS=%d -> %s\n",
-               (double)frames / GRANULAR_RATE, granular_grains(g), granular_clouds(g), seed, t,
-               st.threads, path);
+               ")%s%s, rendered in %.3f s at SF_THREADS=%d -> %s\n",
+               (double)frames / GRANULAR_RATE, granular_grains(g), granular_clouds(g), seed,
+               in != NULL ? ", grains of " : "", in != NULL ? in : "", t, st.threads, path);
     free(mix);
+    free(src);
     granular_free(g);
     return 0;
 }

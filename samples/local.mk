@@ -28,15 +28,17 @@ EXTRA_DIST += samples/test-nqueens_search.sh
 TESTS += samples/test-mandelbrot.sh
 EXTRA_DIST += samples/test-mandelbrot.sh
 # The audio samples (README "Samples"): samples/audio holds the parallel FFT,
-# the convolution reverb and the WAV writer they share, built once into a
-# convenience library.
+# the convolution reverb, the granular synthesis and the sound files
+# (libsndfile reads and writes them) that they share, built once into a
+# convenience library; libtool passes its libraries on to whatever links it.
 noinst_LTLIBRARIES += samples/audio/libsfaudio.la
 samples_audio_libsfaudio_la_SOURCES = \
 	samples/audio/fft.h samples/audio/fft.c \
 	samples/audio/reverb.h samples/audio/reverb.c \
 	samples/audio/granular.h samples/audio/granular.c \
-	samples/audio/wav.h samples/audio/wav.c
-samples_audio_libsfaudio_la_LIBADD = libsf.la -lm
+	samples/audio/sound.h samples/audio/sound.c
+samples_audio_libsfaudio_la_CPPFLAGS = $(AM_CPPFLAGS) $(SNDFILE_CFLAGS)
+samples_audio_libsfaudio_la_LIBADD = libsf.la $(SNDFILE_LIBS) -lm
 
 noinst_PROGRAMS += samples/reverb samples/granular samples/sfpiece
 samples_sfpiece_SOURCES = samples/sfpiece.c samples/audio/args.h

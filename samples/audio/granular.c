@@ -16,6 +16,15 @@
  * a 4-harmonic additive tone, per cloud). Rendering a grain in parts
  * therefore gives the same samples as rendering it whole.
  *
+ * With a source (granular_source), osc is replaced by a read of the source,
+ * looped, with linear interpolation, at pos0 + i * ratio: the grain plays
+ * the source transposed by its note (ratio: the note within the octave and
+ * the octave shift, one down to two up, from the same draws as its pitch),
+ * from a point that scans the source across the piece (a grain starting at
+ * a fraction x of the piece reads from x of the source, plus up to 50 ms
+ * drawn from its phase). The score's draws are the same with or without a
+ * source, and the sample is still a pure function of i.
+ *
  * The tasks. render (one stretch) -> one task per cloud that sounds in it ->
  * one task per grain that sounds in it, made in batches of 64 (bounding the
  * grain buffers alive at once), each batch got in index order and summed
@@ -42,6 +51,8 @@ struct grain {
     size_t start, len; /* frames */
     double inc;        /* cycles per frame: f / rate */
     double phase0;     /* cycles */
+    double ratio;      /* source frames per frame, with a source */
+    double pos0;       /* source frames, in [0, source frames), with a source */
     double amp, gl, gr; /* amplitude, left and right gains */
 };
 
@@ -57,6 +68,8 @@ struct granular {
     size_t nclouds, ngrains;
     struct cloud *clouds;
     struct grain *grains;
+    const double *src; /* the source, mono, or NULL: oscillators */
+    size_t src_frames;
     double table[TABLE + 1]; /* sin(2 pi k / TABLE), one extra for interpolation */
 };
 
@@ -143,8 +156,12 @@ granular *granular_new(double seconds, uint64_t seed)
             if (gr->start + gr->len > g->frames)
                 gr->len = g->frames > gr->start ? g->frames - gr->start : 0;
             int semis = penta[next(&s) % 5] + 12 * (int)(next(&s) % (unsigned)(spec[c].spread + 1));
-            double f = spec[c].root * pow(2.0, (semis + range(&s, -0.08, 0.08)) / 12.0);
+            const double detune = range(&s, -0.08, 0.08);
+            double f = spec[c].root * pow(2.0, (semis + detune) / 12.0);
             gr->inc = f / rate;
+            /* The note within the octave, the octave shift (0..3) as -1..+2. */
+            const int octave = semis / 12 < 3 ? semis / 12 : 3;
+            gr->ratio = pow(2.0, (semis % 12 + detune) / 12.0) * (double)(1 << octave) / 2;
             gr->phase0 = unit(&s);
             /* Fade in over the cloud's first third, out over its last. */
             double env = fmin(1.0, fmin(at / fade, (spec[c].len - at) / fade));
@@ -175,6 +192,18 @@ void granular_free(granular *g)
         free(g->clouds);
         free(g->grains);
         free(g);
+    }
+}
+
+void granular_source(granular *g, const double *src, size_t frames)
+{
+    g->src = frames > 0 ? src : NULL;
+    g->src_frames = frames;
+    const double n = (double)frames, jitter = 0.05 * GRANULAR_RATE;
+    for (size_t k = 0; g->src != NULL && k < g->ngrains; k++) {
+        struct grain *gr = &g->grains[k];
+        double at = (double)gr->start / (double)g->frames * n + gr->phase0 * jitter;
+        gr->pos0 = fmod(at, n);
     }
 }
 
@@ -223,6 +252,19 @@ static inline double osc(const double *table, enum wave w, double p)
     }
 }
 
+/* The source at p >= 0 frames, looped: x[k] + frac (x[k + 1] - x[k]),
+ * k + 1 wrapping to 0 at the end. */
+static inline double src_at(const granular *g, double p)
+{
+    const double n = (double)g->src_frames;
+    if (p >= n)
+        p = fmod(p, n);
+    size_t k = (size_t)p;
+    double frac = p - (double)k;
+    size_t k1 = k + 1 < g->src_frames ? k + 1 : 0;
+    return g->src[k] + frac * (g->src[k1] - g->src[k]);
+}
+
 /* --- tasks -------------------------------------------------------------- */
 
 struct grain_job {
@@ -247,7 +289,9 @@ static void *grain_task(void *arg)
         double k = (double)(j->from + i);
         /* Hann: 0.5 - 0.5 cos(2 pi x) = 0.5 - 0.5 sin(2 pi (x + 1/4)) */
         double env = 0.5 - 0.5 * tsin(j->g->table, k * inv_len + 0.25);
-        out[i] = gr->amp * env * osc(j->g->table, j->wave, gr->phase0 + k * gr->inc);
+        double v = j->g->src != NULL ? src_at(j->g, gr->pos0 + k * gr->ratio)
+                                     : osc(j->g->table, j->wave, gr->phase0 + k * gr->inc);
+        out[i] = gr->amp * env * v;
     }
     return out;
 }

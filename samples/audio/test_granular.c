@@ -7,10 +7,16 @@
  *  - the rendering is bit-identical at SF_THREADS=1, 2 and 4;
  *  - the score: thousands of grains (a 20 s piece has more than 5,000),
  *    the same for the same seed, another for another seed; stretches past
- *    the end are silence; bad arguments give EINVAL.
+ *    the end are silence; bad arguments give EINVAL;
+ *  - with a source (granular_source: grains that play a sound, here 0.3 s of
+ *    a tone shorter than the piece, so the reads loop): not silence and not
+ *    the oscillators' rendering, bit-identical at SF_THREADS=1 and 2 and in
+ *    stretches, and dropping the source gives the oscillators' rendering
+ *    back bit for bit (the score is the same).
  * 4 s pieces (1 s under a sanitizer).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +55,7 @@ static double *whole(const granular *g, int threads)
 
 int main(void)
 {
-    printf("1..8\n");
+    printf("1..12\n");
     granular *g = granular_new(SECONDS, 42);
     if (g == NULL) {
         printf("Bail out! granular_new: %s\n", strerror(errno));
@@ -116,7 +122,48 @@ int main(void)
     errno = 0;
     ok = ok && granular_render(g, 0, 0) == NULL && errno == EINVAL;
     report(ok, "0 s, 3601 s and an empty stretch give EINVAL");
-    granular_free(big), granular_free(same), granular_free(other), granular_free(g);
+    granular_free(big), granular_free(same), granular_free(other);
+
+    /* A source: a 0.3 s tone rising from 300 to 600 Hz, its phase summed
+     * frame by frame. */
+    const size_t src_n = (size_t)(0.3 * GRANULAR_RATE);
+    double *src = malloc(src_n * sizeof *src), phase = 0;
+    if (src == NULL) {
+        printf("Bail out! out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < src_n; i++) {
+        src[i] = 0.8 * sin(2 * M_PI * phase);
+        phase += (300.0 + 300.0 * (double)i / (double)src_n) / GRANULAR_RATE;
+    }
+    granular_source(g, src, src_n);
+    double *with = whole(g, 1);
+    silent = 1;
+    for (size_t i = 0; i < 2 * frames; i++)
+        if (with[i] != 0)
+            silent = 0;
+    report(!silent && memcmp(with, ref, bytes) != 0,
+           "with a %zu-frame source: not silence, not the oscillators' rendering", src_n);
+    double *with2 = whole(g, 2);
+    report(memcmp(with2, with, bytes) == 0,
+           "with the source, SF_THREADS=2 renders it bit-identical to 1");
+    start(2);
+    for (size_t k = 0; k < n; k++)
+        fs[k] = granular_render(g, k * STRETCH, STRETCH);
+    for (size_t k = 0; k < n; k++) {
+        double *v = get(fs[k]);
+        memcpy(parts + 2 * k * STRETCH, v, 2 * STRETCH * sizeof *v);
+        free(v);
+    }
+    sf_shutdown();
+    report(memcmp(parts, with, bytes) == 0,
+           "with the source, rendered in %zu stretches: bit-identical to whole", n);
+    granular_source(g, NULL, 0);
+    double *back = whole(g, 1);
+    report(memcmp(back, ref, bytes) == 0,
+           "the source dropped: the oscillators' rendering again, bit for bit");
+    free(src), free(with), free(with2), free(back);
+    granular_free(g);
     free(ref), free(parts), free(fs);
     return failures != 0;
 }
