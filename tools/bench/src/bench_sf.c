@@ -92,7 +92,7 @@ static void *tput_parent(void *arg)
     return (void *)(uintptr_t)sum;
 }
 
-static uint64_t tput(void)
+static struct bench_out run_tput(void)
 {
     handle *f = malloc((size_t)P.outer * sizeof *f);
     if (!f)
@@ -103,7 +103,7 @@ static uint64_t tput(void)
     for (long i = 0; i < P.outer; i++)
         sum += JOIN(f[i]);
     free(f);
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- uneven: items queued from the main thread, then got in order -------- */
@@ -115,7 +115,7 @@ static void *uneven_item(void *arg)
     return (void *)(intptr_t)(i + 1);
 }
 
-static uint64_t uneven(void)
+static struct bench_out run_uneven(void)
 {
     handle *f = malloc((size_t)P.items * sizeof *f);
     if (!f)
@@ -126,7 +126,7 @@ static uint64_t uneven(void)
     for (long i = 0; i < P.items; i++)
         sum += JOIN(f[i]);
     free(f);
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- pfor: sf_for (part 0) or sf_for_range (part 1) ----------------------- */
@@ -144,7 +144,7 @@ static void pfor_range(long lo, long hi, void *ctx)
         pfor_item(i, ctx);
 }
 
-static uint64_t pfor(void)
+static struct bench_out run_pfor(void)
 {
     uint64_t *res = calloc((size_t)P.items, sizeof *res);
     if (!res)
@@ -159,7 +159,7 @@ static uint64_t pfor(void)
     for (long i = 0; i < P.items; i++)
         sum += res[i];
     free(res);
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- nqueens: one task per valid placement -------------------------------- */
@@ -888,9 +888,6 @@ static struct bench_out run_fib(void)
     return bench_value((uint64_t)(intptr_t)fib((void *)(intptr_t)P.n));
 }
 
-static struct bench_out run_tput(void) { return bench_value(tput()); }
-static struct bench_out run_uneven(void) { return bench_value(uneven()); }
-static struct bench_out run_pfor(void) { return bench_value(pfor()); }
 
 static struct bench_out run_nqueens(void)
 {

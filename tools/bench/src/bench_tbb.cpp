@@ -50,7 +50,7 @@ static uint64_t tput_child(uint64_t v)
     return v;
 }
 
-static uint64_t tput()
+static bench_out run_tput()
 {
     std::vector<uint64_t> part((size_t)P.outer);
     tbb::task_group outer;
@@ -73,12 +73,12 @@ static uint64_t tput()
     uint64_t sum = 0;
     for (uint64_t s : part)
         sum += s;
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- pfor: parallel_for, auto_partitioner (part 0) or simple (part 1) ------ */
 
-static uint64_t pfor()
+static bench_out run_pfor()
 {
     std::vector<uint64_t> res((size_t)P.items);
     auto body = [&res](const tbb::blocked_range<long> &r) {
@@ -95,12 +95,12 @@ static uint64_t pfor()
     uint64_t sum = 0;
     for (uint64_t r : res)
         sum += r;
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- uneven: parallel_for, one item per chunk ------------------------------ */
 
-static uint64_t uneven()
+static bench_out run_uneven()
 {
     std::vector<uint64_t> res((size_t)P.items);
     tbb::parallel_for(
@@ -115,7 +115,7 @@ static uint64_t uneven()
     uint64_t sum = 0;
     for (uint64_t r : res)
         sum += r;
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- nqueens ---------------------------------------------------------------- */
@@ -321,9 +321,6 @@ template <class F> static uint64_t as_task(F f)
 /* ---- the runs (workloads.h) ------------------------------------------------ */
 
 static bench_out run_fib() { return bench_value((uint64_t)fib(P.n)); }
-static bench_out run_tput() { return bench_value(tput()); }
-static bench_out run_uneven() { return bench_value(uneven()); }
-static bench_out run_pfor() { return bench_value(pfor()); }
 static bench_out run_nqueens() { return bench_value(nqueens(NQ_PACK(0, 0, 0, 0))); }
 /* chain and tree: the root is a task too, as in the other programs. */
 static bench_out run_chain() { return bench_value(as_task([] { return (uint64_t)chain(1); })); }
