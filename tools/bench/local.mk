@@ -12,10 +12,10 @@ EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sf
 	tools/bench/bench_tbb tools/bench/bench_gomp
 
 tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h \
-	tools/bench/src/classic.h
+	tools/bench/src/classic.h tools/bench/src/workloads.h
 
 tools_bench_bench_sf_SOURCES = tools/bench/src/bench_sf.c tools/bench/src/common.h \
-	tools/bench/src/classic.h
+	tools/bench/src/classic.h tools/bench/src/workloads.h
 tools_bench_bench_sf_LDADD = libsf.la
 tools_bench_bench_sf_LDFLAGS = -static
 
@@ -34,13 +34,13 @@ tools_bench_xget_sf_LDADD = libsf.la
 tools_bench_xget_sf_LDFLAGS = -static
 
 tools_bench_bench_tbb_SOURCES = tools/bench/src/bench_tbb.cpp tools/bench/src/common.h \
-	tools/bench/src/classic.h
+	tools/bench/src/classic.h tools/bench/src/workloads.h
 tools_bench_bench_tbb_CPPFLAGS = $(AM_CPPFLAGS) $(TBB_CFLAGS)
 tools_bench_bench_tbb_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread
 tools_bench_bench_tbb_LDADD = $(TBB_LIBS)
 
 tools_bench_bench_gomp_SOURCES = tools/bench/src/bench_omp.c tools/bench/src/common.h \
-	tools/bench/src/classic.h
+	tools/bench/src/classic.h tools/bench/src/workloads.h
 tools_bench_bench_gomp_CPPFLAGS = $(AM_CPPFLAGS) -DOMP_RUNTIME_NAME='"gomp"'
 tools_bench_bench_gomp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 tools_bench_bench_gomp_LDFLAGS = $(OPENMP_CFLAGS)
@@ -49,7 +49,7 @@ tools_bench_bench_gomp_LDFLAGS = $(OPENMP_CFLAGS)
 # model: one explicit rule, with the build's CFLAGS.
 EXTRA_DIST += tools/bench/src/bench_omp.c
 tools/bench/bench_llomp$(EXEEXT): $(srcdir)/tools/bench/src/bench_omp.c $(srcdir)/tools/bench/src/common.h \
-		$(srcdir)/tools/bench/src/classic.h
+		$(srcdir)/tools/bench/src/classic.h $(srcdir)/tools/bench/src/workloads.h
 	@$(MKDIR_P) tools/bench
 	$(AM_V_CC)$(CLANG) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) -DOMP_RUNTIME_NAME='"llomp"' \
 		-std=c11 -Wall -Wextra -pthread $(CFLAGS) -fopenmp=libomp \

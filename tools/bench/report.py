@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """report.py - turns the raw results of tools/bench/run into the Markdown
-table, the goals section and the SVG chart. Python 3 standard library only.
+table, the goals section and the SVG chart of the ratios to oneTBB. Needs a
+python3 that imports matplotlib (Debian's python3-matplotlib; `run` picks one).
 
     report.py RAW.tsv META.txt OUT.md OUT.svg
 
@@ -631,80 +632,78 @@ def main():
     with open(md_path, "w") as f:
         f.write(text)
     sys.stdout.write(text)
-    write_svg(svg_path, chart, meta)
+    write_chart(svg_path, chart, meta)
 
 
-def esc(s):
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def write_chart(path, chart, meta):
+    """Horizontal bars of time / oneTBB time on a log2 axis, one group of
+    bars per workload and thread count; 1.0 = oneTBB, left of it = faster."""
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("report.py: %s cannot import matplotlib: %s not drawn (Debian's "
+                 "/usr/bin/python3 with python3-matplotlib can)" % (sys.executable, path))
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
 
+    # The same file from the same data: no date in it, fixed element ids,
+    # text kept as text.
+    matplotlib.rcParams["svg.hashsalt"] = "libsf-bench"
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["font.size"] = 8
 
-def write_svg(path, chart, meta):
-    """Horizontal bars of time / oneTBB time on a log2 axis; 1.0 = oneTBB."""
-    rows = chart
-    bar_h, gap = 14, 8
-    left, right, top = 170, 90, 60
-    plot_w = 560
-    # Group rows by label to leave a gap between groups.
-    groups = []
-    for label, rt, v in rows:
-        if not groups or groups[-1][0] != label:
-            groups.append((label, []))
-        groups[-1][1].append((rt, v))
-    height = top + sum(len(g[1]) * bar_h + gap for g in groups) + 60
-    width = left + plot_w + right
-    vals = [v for _, _, v in rows if v > 0]
-    lo = min([0.25] + vals)
-    hi = max([4.0] + vals)
-    lo_e = math.floor(math.log2(lo))
-    hi_e = math.ceil(math.log2(hi))
-    lo_e, hi_e = max(lo_e, -8), min(hi_e, 8)
+    vals = [v for _, _, v in chart if v > 0]
+    lo_e = max(math.floor(math.log2(min([0.25] + vals))), -8)
+    hi_e = min(math.ceil(math.log2(max([4.0] + vals))), 8)
+    lo, hi = 2.0 ** lo_e, 2.0 ** hi_e
 
-    def x_of(v):
-        e = math.log2(max(min(v, 2 ** hi_e), 2 ** lo_e))
-        return left + (e - lo_e) / (hi_e - lo_e) * plot_w
+    # One row per bar, top-down, with a gap between groups; a group's label
+    # sits at the middle of its bars.
+    ys, mids, y = [], {}, 0.0
+    for i, (label, _, _) in enumerate(chart):
+        if i and chart[i - 1][0] != label:
+            y += 0.6
+        ys.append(y)
+        mids.setdefault(label, []).append(y)
+        y += 1
 
-    s = []
-    s.append('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-             'font-family="sans-serif" font-size="11">' % (width, height))
-    s.append('<rect width="100%" height="100%" fill="white"/>')
-    s.append('<text x="%d" y="20" font-size="14" font-weight="bold">libsf and OpenMP: time / '
-             'oneTBB time (log scale; left of 1 = faster than oneTBB)</text>' % 10)
-    s.append('<text x="10" y="38" fill="#555">%s; %s; %s reps</text>' % (
-        esc(meta.get("date", "")), esc(meta.get("cpu", "")), esc(meta.get("reps", ""))))
-    y_end = height - 50
-    for e in range(lo_e, hi_e + 1):
-        x = x_of(2 ** e)
-        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (
-            x, top - 5, x, y_end, "#000" if e == 0 else "#ddd", "1.5" if e == 0 else "1"))
-        lab = ("%g" % (2 ** e)) if e >= 0 else "1/%d" % (2 ** -e)
-        s.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#333">%s</text>' % (
-            x, y_end + 14, lab))
-    y = top
-    x1 = x_of(1.0)
-    for label, items in groups:
-        s.append('<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>' % (
-            left - 8, y + len(items) * bar_h / 2, esc(label)))
-        for rt, v in items:
-            xv = x_of(v)
-            xa, xb = min(x1, xv), max(x1, xv)
-            s.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>' % (
-                xa, y + 1, max(xb - xa, 1), bar_h - 2, COLORS.get(rt, "#999")))
-            s.append('<text x="%.1f" y="%d" dominant-baseline="middle" fill="#222">%.2f</text>' % (
-                max(xv, x1) + 4, y + bar_h // 2, v))
-            y += bar_h
-        y += gap
-    # legend
-    lx = left
-    for rt in ("libsf", "gomp", "llomp"):
-        if any(r == rt for _, r, _ in rows):
-            s.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (
-                lx, height - 22, COLORS[rt]))
-            s.append('<text x="%d" y="%d">%s</text>' % (lx + 16, height - 12,
-                                                        esc(RUNTIME_LABEL[rt])))
-            lx += 190
-    s.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(s) + "\n")
+    fig, ax = plt.subplots(figsize=(8.2, 0.6 + 0.15 * max(y, 1)))
+    for (label, rt, v), yy in zip(chart, ys):
+        vc = min(max(v, lo), hi)
+        ax.barh(yy, vc - 1.0, left=1.0, height=0.85, color=COLORS.get(rt, "#999999"),
+                label=RUNTIME_LABEL.get(rt, rt))
+        ax.text(max(vc, 1.0) * 2 ** ((hi_e - lo_e) / 150), yy, "%.2f" % v, va="center",
+                fontsize=6.5, color="#222222")
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(lo, hi)
+    ticks = [2.0 ** e for e in range(lo_e, hi_e + 1)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels(["%g" % t if t >= 1 else "1/%d" % round(1 / t) for t in ticks])
+    ax.grid(axis="x", color="#dddddd", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.axvline(1.0, color="black", linewidth=1.2)
+    ax.set_yticks([sum(v) / len(v) for v in mids.values()])
+    ax.set_yticklabels(list(mids))
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylim(max(y, 1) - 0.4, -0.6)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    # Titles a fixed distance above the bars, whatever the figure's height.
+    ax.annotate("libsf and OpenMP: time / oneTBB time (log scale; left of 1 = faster than "
+                "oneTBB)", xy=(0, 1), xycoords="axes fraction", xytext=(0, 20),
+                textcoords="offset points", fontsize=10, fontweight="bold")
+    ax.annotate("%s; %s; %s reps" % (meta.get("date", ""), meta.get("cpu", ""),
+                                     meta.get("reps", "")), xy=(0, 1), xycoords="axes fraction",
+                xytext=(0, 6), textcoords="offset points", color="#555555")
+    # One legend entry per runtime drawn, in the report's order.
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
+    order = [RUNTIME_LABEL[rt] for rt in RUNTIME_ORDER if RUNTIME_LABEL[rt] in handles]
+    ax.legend([handles[k] for k in order], order, loc="upper center",
+              bbox_to_anchor=(0.5, -0.6 / max(y, 1) - 0.02), ncol=len(order), frameon=False)
+    fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,10 @@
  * (bench_gomp) and clang/libomp (bench_llomp). Threads: OMP_NUM_THREADS=N
  * (set by the harness) and num_threads(N). See common.h for the command line.
  */
-#include "common.h"
+#include "workloads.h"
 
 #include <omp.h>
 #include <stdatomic.h>
-
-#include "classic.h"
 
 #ifndef OMP_RUNTIME_NAME
 #define OMP_RUNTIME_NAME "omp"
@@ -39,7 +37,7 @@ static uint64_t tput_child(uint64_t v)
     return v;
 }
 
-static uint64_t run_tput(void)
+static uint64_t tput(void)
 {
     uint64_t *part = calloc((size_t)P.outer, sizeof *part);
     if (!part)
@@ -72,7 +70,7 @@ static uint64_t run_tput(void)
 
 /* ---- uneven: one task per item ------------------------------------------------ */
 
-static uint64_t run_uneven(void)
+static uint64_t uneven(void)
 {
     uint64_t *res = calloc((size_t)P.items, sizeof *res);
     if (!res)
@@ -154,13 +152,11 @@ static uint64_t tree(long d)
 
 /* ---- UTS: every node makes a task per child, then taskwait ----------------------- */
 
-static int uts_kind;
-
 static uint64_t uts(uint64_t node)
 {
     if (P.work)
         bench_spin(node, P.work);
-    int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
+    int k = uts_children(node, bench_in.uts_kind, P.b0, P.q_ppm, P.depth);
     uint64_t buf[UTS_MAX_CHILDREN], *res = buf;
     if (k > UTS_MAX_CHILDREN && !(res = malloc((size_t)k * sizeof *res))) /* the T3 root */
         exit(3);
@@ -253,7 +249,8 @@ static void matmul(double *c, const double *a, const double *b, long n)
 
 /* ---- knapsack: "take" and "skip" as tasks, a shared best (CAS-max) --------------------- */
 
-static struct ks_item ks_items[KS_MAX_ITEMS];
+/* The instance workloads.h made. */
+static const struct ks_item *const ks_items = bench_in.ks_items;
 /* Relaxed: a monotone pruning hint; the final read follows every taskwait. */
 static _Atomic long ks_best;
 
@@ -291,10 +288,112 @@ static uint64_t knapsack(long i, long c, long v)
     return rt + rs;
 }
 
+/* ---- the runs (workloads.h) ------------------------------------------------------------- */
+
+/* Every run but pfor's: a team of P.threads, one of which runs the root
+ * (`single`) while the others take the tasks it makes. */
+static uint64_t in_team(uint64_t (*root)(void))
+{
+    uint64_t r = 0;
+#pragma omp parallel num_threads(P.threads)
+#pragma omp single
+    r = root();
+    return r;
+}
+
+static uint64_t fib_root(void) { return (uint64_t)fib(P.n); }
+static uint64_t nqueens_root(void) { return nqueens(NQ_PACK(0, 0, 0, 0)); }
+static uint64_t uts_root_run(void) { return uts(bench_in.uts_root); }
+
+/* chain and tree: the root is a task too, as in the other programs. */
+static uint64_t chain_root(void)
+{
+    long r = 0;
+#pragma omp task shared(r)
+    r = chain(1);
+#pragma omp taskwait
+    return (uint64_t)r;
+}
+
+static uint64_t tree_root(void)
+{
+    uint64_t r = 0;
+#pragma omp task shared(r)
+    r = tree(0);
+#pragma omp taskwait
+    return r;
+}
+
+static uint64_t cilksort_root(void) { return csort(bench_in.sort_a, bench_in.sort_tmp, P.size); }
+
+static uint64_t matmul_root(void)
+{
+    matmul(bench_in.mm_c, bench_in.mm_a, bench_in.mm_b, P.size);
+    return 0;
+}
+
+static uint64_t knapsack_root(void) { return knapsack(0, bench_in.ks_cap, 0); }
+
+static struct bench_out run_fib(void) { return bench_value(in_team(fib_root)); }
+static struct bench_out run_tput(void) { return bench_value(in_team(tput)); }
+static struct bench_out run_uneven(void) { return bench_value(in_team(uneven)); }
+static struct bench_out run_nqueens(void) { return bench_value(in_team(nqueens_root)); }
+static struct bench_out run_chain(void) { return bench_value(in_team(chain_root)); }
+static struct bench_out run_tree(void) { return bench_value(in_team(tree_root)); }
+static struct bench_out run_uts(void) { return bench_value(in_team(uts_root_run)); }
+static struct bench_out run_matmul(void) { return bench_value(in_team(matmul_root)); }
+
+static struct bench_out run_cilksort(void)
+{
+    struct bench_out o = {0, in_team(cilksort_root)};
+    return o;
+}
+
+static struct bench_out run_knapsack(void)
+{
+    atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
+    uint64_t tasks = in_team(knapsack_root);
+    struct bench_out o = {(uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed), tasks};
+    return o;
+}
+
+/* pfor: the whole team shares the loop (omp for), no single. */
+static struct bench_out run_pfor(void)
+{
+    uint64_t *res = calloc((size_t)P.items, sizeof *res);
+    if (!res)
+        exit(3);
+#pragma omp parallel num_threads(P.threads)
+    if (P.part == 0) {
+#pragma omp for schedule(dynamic, 1)
+        for (long i = 0; i < P.items; i++) {
+            bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
+            res[i] = (uint64_t)(i + 1);
+        }
+    } else {
+#pragma omp for schedule(static)
+        for (long i = 0; i < P.items; i++) {
+            bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
+            res[i] = (uint64_t)(i + 1);
+        }
+    }
+    uint64_t sum = 0;
+    for (long i = 0; i < P.items; i++)
+        sum += res[i];
+    free(res);
+    return bench_value(sum);
+}
+
+static const struct bench_run_entry runs[] = {
+    {"fib", run_fib},         {"tput", run_tput},       {"uneven", run_uneven},
+    {"pfor", run_pfor},       {"nqueens", run_nqueens}, {"chain", run_chain},
+    {"tree", run_tree},       {"uts-t1", run_uts},      {"uts-t3", run_uts},
+    {"cilksort", run_cilksort}, {"matmul", run_matmul}, {"knapsack", run_knapsack},
+};
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
-    const char *w = P.workload;
     int T = P.threads;
     omp_set_dynamic(0);
     omp_set_num_threads(T);
@@ -318,177 +417,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: asked for %d threads, got a team of %d\n", OMP_RUNTIME_NAME, T, team);
         return 3;
     }
-
-    double t0 = 0, t1 = 0;
-    uint64_t got = 0, want, tasks, nqr = 0;
-    int kind;
-    if (strcmp(w, "fib") == 0)
-        kind = 0;
-    else if (strcmp(w, "tput") == 0)
-        kind = 1;
-    else if (strcmp(w, "uneven") == 0)
-        kind = 2;
-    else if (strcmp(w, "nqueens") == 0)
-        kind = 3;
-    else if (strcmp(w, "chain") == 0)
-        kind = 4;
-    else if (strcmp(w, "tree") == 0)
-        kind = 5;
-    else if (strcmp(w, "pfor") == 0)
-        kind = 6;
-    else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0)
-        kind = 7;
-    else if (strcmp(w, "cilksort") == 0)
-        kind = 8;
-    else if (strcmp(w, "matmul") == 0)
-        kind = 9;
-    else if (strcmp(w, "knapsack") == 0)
-        kind = 10;
-    else {
-        bench_usage(argv[0]);
-        return 64;
-    }
-
-    uint64_t *pres = NULL;
-    if (kind == 6 && !(pres = calloc((size_t)P.items, sizeof *pres)))
-        exit(3);
-    /* The classic workloads' inputs, made before the clock starts. */
-    uint64_t uts_root_node = 0, classic_tasks = 0, sort_want = 0;
-    sort_elem *sa = NULL, *stmp = NULL;
-    double *ma = NULL, *mb = NULL, *mc = NULL;
-    long ks_cap = 0;
-    if (kind == 7) {
-        uts_kind = w[5] - '0';
-        uts_root_node = UTS_NODE(uts_root((uint64_t)P.seed), 0);
-    } else if (kind == 8) {
-        sort_setup(P.size, (uint64_t)P.seed, &sa, &stmp, &sort_want);
-    } else if (kind == 9) {
-        mm_setup(P.size, (uint64_t)P.seed, &ma, &mb, &mc);
-    } else if (kind == 10) {
-        ks_cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
-        atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
-    }
-    t0 = bench_now();
-    /* pfor: the whole team shares the loop (omp for), no single. */
-#pragma omp parallel num_threads(T) if (kind == 6)
-    if (kind == 6) {
-        if (P.part == 0) {
-#pragma omp for schedule(dynamic, 1)
-            for (long i = 0; i < P.items; i++) {
-                bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
-                pres[i] = (uint64_t)(i + 1);
-            }
-        } else {
-#pragma omp for schedule(static)
-            for (long i = 0; i < P.items; i++) {
-                bench_spin((uint64_t)(i + 1), bench_pfor_iters(&P, i));
-                pres[i] = (uint64_t)(i + 1);
-            }
-        }
-    }
-    if (kind == 6) {
-        for (long i = 0; i < P.items; i++)
-            got += pres[i];
-        free(pres);
-    }
-#pragma omp parallel num_threads(T) if (kind != 6)
-    if (kind != 6) {
-#pragma omp single
-        {
-            switch (kind) {
-            case 0:
-                got = (uint64_t)fib(P.n);
-                break;
-            case 1:
-                got = run_tput();
-                break;
-            case 2:
-                got = run_uneven();
-                break;
-            case 3:
-                nqr = nqueens(NQ_PACK(0, 0, 0, 0));
-                got = NQ_SOL(nqr);
-                break;
-            case 4: {
-                long r = 0;
-#pragma omp task shared(r)
-                r = chain(1);
-#pragma omp taskwait
-                got = (uint64_t)r;
-                break;
-            }
-            case 5: {
-                uint64_t r = 0;
-#pragma omp task shared(r)
-                r = tree(0);
-#pragma omp taskwait
-                got = r;
-                break;
-            }
-            case 7:
-                got = uts(uts_root_node);
-                break;
-            case 8:
-                classic_tasks = csort(sa, stmp, P.size);
-                break;
-            case 9:
-                matmul(mc, ma, mb, P.size);
-                break;
-            case 10:
-                classic_tasks = knapsack(0, ks_cap, 0);
-                break;
-            }
-        }
-    }
-    t1 = bench_now();
-
-    switch (kind) {
-    case 0:
-        want = bench_fib_expect(P.n);
-        tasks = bench_fib_tasks(P.n);
-        break;
-    case 1:
-        want = bench_tput_expect(P.outer, P.inner);
-        tasks = (uint64_t)P.outer * (uint64_t)(P.inner + 1);
-        break;
-    case 2:
-    case 6:
-        want = bench_uneven_expect(P.items);
-        tasks = (uint64_t)P.items;
-        break;
-    case 3:
-        want = bench_nqueens_expect(P.n);
-        tasks = NQ_NODES(nqr) - 1;
-        break;
-    case 4:
-        want = (uint64_t)P.depth;
-        tasks = (uint64_t)P.depth;
-        break;
-    case 5:
-        want = bench_tree_nodes(P.fanout, P.depth);
-        tasks = want;
-        break;
-    case 7:
-        want = uts_expect(uts_kind, P.b0, P.q_ppm, P.depth, (uint64_t)P.seed);
-        tasks = got - 1;
-        break;
-    case 8:
-        got = sort_check(sa, P.size);
-        want = sort_want;
-        tasks = classic_tasks;
-        free(sa);
-        free(stmp);
-        break;
-    case 9:
-        mm_check(ma, mb, mc, P.size, &got, &want);
-        tasks = mm_tasks(P.size);
-        mm_free(ma);
-        break;
-    default: /* 10 */
-        got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);
-        want = (uint64_t)ks_expect(ks_items, P.items, ks_cap);
-        tasks = classic_tasks;
-        break;
-    }
-    return bench_report(OMP_RUNTIME_NAME, &P, t1 - t0, tasks, got, want, "");
+    struct bench_result r = bench_run(argv[0], &P, runs, sizeof runs / sizeof runs[0]);
+    return bench_report(OMP_RUNTIME_NAME, &P, r.seconds, r.tasks, r.got, r.want, "");
 }

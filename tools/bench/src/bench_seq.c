@@ -4,9 +4,9 @@
  * their results opaque (empty volatile asm) so gcc -O2 cannot inline, unroll
  * or loop-convert the recursion. See common.h for the command line.
  */
-#include "common.h"
+#include "workloads.h"
 
-#include "classic.h"
+static struct bench_params P;
 
 /* fib: both recursive results pass through an asm barrier, so gcc can turn
  * neither call into a loop or an accumulator; ~1-2 ns per call. */
@@ -57,27 +57,24 @@ __attribute__((noinline)) static long seq_chain(long d, long depth, long iters)
     return r + 1;
 }
 
-__attribute__((noinline)) static uint64_t seq_tree(long d, const struct bench_params *p)
+__attribute__((noinline)) static uint64_t seq_tree(long d)
 {
-    bench_spin((uint64_t)d, p->iters);
-    if (d >= p->depth)
+    bench_spin((uint64_t)d, P.iters);
+    if (d >= P.depth)
         return 1;
     uint64_t sum = 1;
-    for (long i = 0; i < p->fanout; i++)
-        sum += seq_tree(d + 1, p);
+    for (long i = 0; i < P.fanout; i++)
+        sum += seq_tree(d + 1);
     return sum;
 }
 
 /* ---- the classic workloads: the task versions' recursions, plain calls ---- */
 
-static struct bench_params CP; /* parameters of the classic workloads */
-static int uts_kind;
-
 __attribute__((noinline)) static uint64_t seq_uts(uint64_t node)
 {
-    if (CP.work)
-        bench_spin(node, CP.work);
-    int k = uts_children(node, uts_kind, CP.b0, CP.q_ppm, CP.depth);
+    if (P.work)
+        bench_spin(node, P.work);
+    int k = uts_children(node, bench_in.uts_kind, P.b0, P.q_ppm, P.depth);
     uint64_t n = 1;
     for (int i = 0; i < k; i++)
         n += seq_uts(uts_child_node(node, i));
@@ -133,19 +130,20 @@ __attribute__((noinline)) static void seq_matmul(double *c, const double *a, con
                                                  long n)
 {
     if (n <= MM_BASE) {
-        mm_base(c, a, b, n, MM_LD(CP.size));
+        mm_base(c, a, b, n, MM_LD(P.size));
         return;
     }
     for (int phase = 0; phase < 2; phase++)
         for (int q = 0; q < 4; q++) {
             double *cq;
             const double *aq, *bq;
-            mm_quadrant(c, a, b, n, MM_LD(CP.size), phase, q, &cq, &aq, &bq);
+            mm_quadrant(c, a, b, n, MM_LD(P.size), phase, q, &cq, &aq, &bq);
             seq_matmul(cq, aq, bq, n / 2);
         }
 }
 
-static struct ks_item ks_items[KS_MAX_ITEMS];
+/* The instance workloads.h made. */
+static const struct ks_item *const ks_items = bench_in.ks_items;
 static long ks_best;
 
 /* Returns the nodes below this one (the tasks the parallel version makes). */
@@ -153,7 +151,7 @@ __attribute__((noinline)) static uint64_t seq_knapsack(long i, long c, long v)
 {
     if (v > ks_best)
         ks_best = v;
-    if (i == CP.items || ks_bound(ks_items, i, c, v) <= ks_best)
+    if (i == P.items || ks_bound(ks_items, i, c, v) <= ks_best)
         return 0;
     uint64_t t = 0;
     if (ks_items[i].weight <= c)
@@ -162,9 +160,93 @@ __attribute__((noinline)) static uint64_t seq_knapsack(long i, long c, long v)
     return t;
 }
 
+/* ---- the runs (workloads.h): the same work as the task versions' -------- */
+
+static struct bench_out run_fib(void) { return bench_value((uint64_t)seq_fib(P.n)); }
+
+static struct bench_out run_tput(void)
+{
+    uint64_t sum = 0;
+    for (long i = 0; i < P.outer; i++) {
+        uint64_t s = 0;
+        for (long j = 0; j < P.inner; j++)
+            s += seq_child((uint64_t)(i * P.inner + j + 1), P.iters);
+        sum += s;
+    }
+    return bench_value(sum);
+}
+
+static struct bench_out run_items(long (*iters)(const struct bench_params *, long))
+{
+    uint64_t sum = 0;
+    for (long i = 0; i < P.items; i++)
+        sum += seq_child((uint64_t)(i + 1), iters(&P, i));
+    return bench_value(sum);
+}
+
+static struct bench_out run_uneven(void) { return run_items(bench_uneven_iters); }
+
+static struct bench_out run_pfor(void) { return run_items(bench_pfor_iters); }
+
+static struct bench_out run_nqueens(void)
+{
+    return bench_value(seq_nqueens(NQ_PACK(0, 0, 0, 0), (unsigned)P.n));
+}
+
+static struct bench_out run_chain(void)
+{
+    return bench_value((uint64_t)seq_chain(1, P.depth, P.iters));
+}
+
+static struct bench_out run_tree(void) { return bench_value(seq_tree(0)); }
+
+static struct bench_out run_uts(void) { return bench_value(seq_uts(bench_in.uts_root)); }
+
+static struct bench_out run_cilksort(void)
+{
+    struct bench_out o = {0, seq_cilksort(bench_in.sort_a, bench_in.sort_tmp, P.size)};
+    return o;
+}
+
+static struct bench_out run_matmul(void)
+{
+    seq_matmul(bench_in.mm_c, bench_in.mm_a, bench_in.mm_b, P.size);
+    return bench_value(0);
+}
+
+static struct bench_out run_knapsack(void)
+{
+    ks_best = 0;
+    uint64_t tasks = seq_knapsack(0, bench_in.ks_cap, 0);
+    struct bench_out o = {(uint64_t)ks_best, tasks};
+    return o;
+}
+
+/* The pipeline's work in one loop: stage 0's, then each passing stage's
+ * transform, item by item; checked as the main thread of bench_sf's pipe
+ * checks. */
+static struct bench_out run_pipe(void)
+{
+    uint64_t good = 0;
+    for (long i = 0; i < P.items; i++) {
+        uint64_t v = seq_child(bench_pipe_first(i), P.iters);
+        for (long k = 1; k < P.stages - 1; k++)
+            v = bench_pipe_next(seq_child(v, P.iters));
+        good += v == bench_pipe_expect(i, P.stages);
+    }
+    return bench_value(good);
+}
+
+static const struct bench_run_entry runs[] = {
+    {"fib", run_fib},         {"tput", run_tput},         {"uneven", run_uneven},
+    {"pfor", run_pfor},       {"nqueens", run_nqueens},   {"chain", run_chain},
+    {"tree", run_tree},       {"uts-t1", run_uts},        {"uts-t3", run_uts},
+    {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
+    {"pipe", run_pipe},
+};
+
 int main(int argc, char **argv)
 {
-    struct bench_params p;
     if (argc >= 2 && strcmp(argv[1], "calib") == 0) {
         /* ns per bench_spin iteration and per seq_fib call (fib(30)). */
         long it = 50000000;
@@ -179,124 +261,13 @@ int main(int argc, char **argv)
                (unsigned long long)(x ^ (uint64_t)f) & 1);
         return 0;
     }
-    bench_parse(argc, argv, &p);
-    p.threads = 1;
-    const char *w = p.workload;
-    double t0, t1;
-    uint64_t got, want, tasks;
-    char extra[128] = "";
-
-    if (strcmp(w, "fib") == 0) {
-        t0 = bench_now();
-        got = (uint64_t)seq_fib(p.n);
-        t1 = bench_now();
-        want = bench_fib_expect(p.n);
-        tasks = bench_fib_tasks(p.n);
-        double calls = 2.0 * (double)bench_fib_expect(p.n + 1) - 1;
-        snprintf(extra, sizeof extra, "ns_per_call=%.3f", (t1 - t0) * 1e9 / calls);
-    } else if (strcmp(w, "tput") == 0) {
-        t0 = bench_now();
-        got = 0;
-        for (long i = 0; i < p.outer; i++) {
-            uint64_t s = 0;
-            for (long j = 0; j < p.inner; j++)
-                s += seq_child((uint64_t)(i * p.inner + j + 1), p.iters);
-            got += s;
-        }
-        t1 = bench_now();
-        want = bench_tput_expect(p.outer, p.inner);
-        tasks = (uint64_t)p.outer * (uint64_t)(p.inner + 1);
-    } else if (strcmp(w, "uneven") == 0) {
-        t0 = bench_now();
-        got = 0;
-        for (long i = 0; i < p.items; i++)
-            got += seq_child((uint64_t)(i + 1), bench_uneven_iters(&p, i));
-        t1 = bench_now();
-        want = bench_uneven_expect(p.items);
-        tasks = (uint64_t)p.items;
-    } else if (strcmp(w, "pfor") == 0) {
-        t0 = bench_now();
-        got = 0;
-        for (long i = 0; i < p.items; i++)
-            got += seq_child((uint64_t)(i + 1), bench_pfor_iters(&p, i));
-        t1 = bench_now();
-        want = bench_uneven_expect(p.items);
-        tasks = (uint64_t)p.items;
-    } else if (strcmp(w, "nqueens") == 0) {
-        t0 = bench_now();
-        uint64_t r = seq_nqueens(NQ_PACK(0, 0, 0, 0), (unsigned)p.n);
-        t1 = bench_now();
-        got = NQ_SOL(r);
-        want = bench_nqueens_expect(p.n);
-        tasks = NQ_NODES(r) - 1; /* every placement; the empty board is no task */
-    } else if (strcmp(w, "chain") == 0) {
-        t0 = bench_now();
-        got = (uint64_t)seq_chain(1, p.depth, p.iters);
-        t1 = bench_now();
-        want = (uint64_t)p.depth;
-        tasks = (uint64_t)p.depth;
-    } else if (strcmp(w, "tree") == 0) {
-        t0 = bench_now();
-        got = seq_tree(0, &p);
-        t1 = bench_now();
-        want = bench_tree_nodes(p.fanout, p.depth);
-        tasks = want;
-    } else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0) {
-        CP = p;
-        uts_kind = w[5] - '0';
-        uint64_t root = UTS_NODE(uts_root((uint64_t)p.seed), 0);
-        t0 = bench_now();
-        got = seq_uts(root);
-        t1 = bench_now();
-        want = uts_expect(uts_kind, p.b0, p.q_ppm, p.depth, (uint64_t)p.seed);
-        tasks = got - 1; /* every node but the root */
-    } else if (strcmp(w, "cilksort") == 0) {
-        CP = p;
-        sort_elem *a, *tmp;
-        sort_setup(p.size, (uint64_t)p.seed, &a, &tmp, &want);
-        t0 = bench_now();
-        tasks = seq_cilksort(a, tmp, p.size);
-        t1 = bench_now();
-        got = sort_check(a, p.size);
-        free(a);
-        free(tmp);
-    } else if (strcmp(w, "matmul") == 0) {
-        CP = p;
-        double *a, *b, *c;
-        mm_setup(p.size, (uint64_t)p.seed, &a, &b, &c);
-        t0 = bench_now();
-        seq_matmul(c, a, b, p.size);
-        t1 = bench_now();
-        mm_check(a, b, c, p.size, &got, &want);
-        tasks = mm_tasks(p.size);
-        mm_free(a);
-    } else if (strcmp(w, "knapsack") == 0) {
-        CP = p;
-        long cap = ks_instance(ks_items, p.items, (uint64_t)p.seed);
-        ks_best = 0;
-        t0 = bench_now();
-        tasks = seq_knapsack(0, cap, 0);
-        t1 = bench_now();
-        got = (uint64_t)ks_best;
-        want = (uint64_t)ks_expect(ks_items, p.items, cap);
-    } else if (strcmp(w, "pipe") == 0) {
-        /* The pipeline's work in one loop: stage 0's, then each passing
-         * stage's transform, item by item; checked as the main thread of
-         * bench_sf's pipe checks. */
-        t0 = bench_now();
-        got = 0;
-        for (long i = 0; i < p.items; i++) {
-            uint64_t v = seq_child(bench_pipe_first(i), p.iters);
-            for (long k = 1; k < p.stages - 1; k++)
-                v = bench_pipe_next(seq_child(v, p.iters));
-            got += v == bench_pipe_expect(i, p.stages);
-        }
-        t1 = bench_now();
-        want = (uint64_t)p.items;
-        tasks = (uint64_t)p.items * (uint64_t)(p.stages - 1);
-    } else {
-        bench_usage(argv[0]);
-        return 64;
+    bench_parse(argc, argv, &P);
+    P.threads = 1;
+    struct bench_result r = bench_run(argv[0], &P, runs, sizeof runs / sizeof runs[0]);
+    char extra[64] = "";
+    if (strcmp(P.workload, "fib") == 0) {
+        double calls = 2.0 * (double)bench_fib_expect(P.n + 1) - 1;
+        snprintf(extra, sizeof extra, "ns_per_call=%.3f", r.seconds * 1e9 / calls);
     }
-    return bench_report("seq", &p, t1 - t0, tasks, got, want, extra);
+    return bench_report("seq", &P, r.seconds, r.tasks, r.got, r.want, extra);
 }

@@ -9,7 +9,7 @@
  * sf_task_get; nothing to release). The workload code is the same, written
  * against SPAWN and JOIN below.
  */
-#include "common.h"
+#include "workloads.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -19,8 +19,6 @@
 #include "sf.h"
 
 #include <stdatomic.h>
-
-#include "classic.h"
 
 static struct bench_params P;
 
@@ -94,7 +92,7 @@ static void *tput_parent(void *arg)
     return (void *)(uintptr_t)sum;
 }
 
-static uint64_t run_tput(void)
+static struct bench_out run_tput(void)
 {
     handle *f = malloc((size_t)P.outer * sizeof *f);
     if (!f)
@@ -105,7 +103,7 @@ static uint64_t run_tput(void)
     for (long i = 0; i < P.outer; i++)
         sum += JOIN(f[i]);
     free(f);
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- uneven: items queued from the main thread, then got in order -------- */
@@ -117,7 +115,7 @@ static void *uneven_item(void *arg)
     return (void *)(intptr_t)(i + 1);
 }
 
-static uint64_t run_uneven(void)
+static struct bench_out run_uneven(void)
 {
     handle *f = malloc((size_t)P.items * sizeof *f);
     if (!f)
@@ -128,7 +126,7 @@ static uint64_t run_uneven(void)
     for (long i = 0; i < P.items; i++)
         sum += JOIN(f[i]);
     free(f);
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- pfor: sf_for (part 0) or sf_for_range (part 1) ----------------------- */
@@ -146,7 +144,7 @@ static void pfor_range(long lo, long hi, void *ctx)
         pfor_item(i, ctx);
 }
 
-static uint64_t run_pfor(void)
+static struct bench_out run_pfor(void)
 {
     uint64_t *res = calloc((size_t)P.items, sizeof *res);
     if (!res)
@@ -161,7 +159,7 @@ static uint64_t run_pfor(void)
     for (long i = 0; i < P.items; i++)
         sum += res[i];
     free(res);
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- nqueens: one task per valid placement -------------------------------- */
@@ -232,14 +230,12 @@ static uint64_t get_release(sf_future *f)
 
 /* ---- UTS: every node sf_does all its children, then gets them in order ---- */
 
-static int uts_kind;
-
 static void *uts(void *arg)
 {
     uint64_t node = (uint64_t)(uintptr_t)arg;
     if (P.work)
         bench_spin(node, P.work);
-    int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
+    int k = uts_children(node, bench_in.uts_kind, P.b0, P.q_ppm, P.depth);
     handle buf[UTS_MAX_CHILDREN], *c = buf;
     if (k > UTS_MAX_CHILDREN && !(c = malloc((size_t)k * sizeof *c))) /* the T3 root */
         exit(3);
@@ -358,7 +354,8 @@ static void *matmul(void *arg)
 
 /* ---- knapsack: "take" and "skip" as tasks, a shared best ------------------- */
 
-static struct ks_item ks_items[KS_MAX_ITEMS];
+/* The instance workloads.h made. */
+static const struct ks_item *const ks_items = bench_in.ks_items;
 /*
  * The best value found so far. Relaxed everywhere: it is only a pruning
  * hint, monotone (CAS-max), and a stale read only prunes less; the final
@@ -598,7 +595,7 @@ static void *pipe_stage(void *arg)
 
 /* Returns the items accounted for: checked exact, or lost to a counted
  * failed get (no more lost items than failed gets). */
-static uint64_t run_pipe(unsigned long *lost_out)
+static uint64_t pipe_run(unsigned long *lost_out)
 {
     long n = P.stages - 1; /* stage threads */
     pthread_t tid[BENCH_PIPE_MAX_STAGES];
@@ -869,7 +866,7 @@ struct lat_result {
 
 /* Returns 3 x rounds less the wrong values its gets saw (S's or G's, L's,
  * B's). */
-static uint64_t run_latency(struct lat_result *res)
+static uint64_t lat_run(struct lat_result *res)
 {
     lat_variant(LAT_BUSY, &res->busy_us, &res->busy_raced, &res->long_us);
     pthread_t h;
@@ -883,6 +880,77 @@ static uint64_t run_latency(struct lat_result *res)
     long wrong = atomic_load(&lat_wrong);
     return (uint64_t)(3 * P.rounds - (wrong < 3 * P.rounds ? wrong : 3 * P.rounds));
 }
+
+/* ---- the runs (workloads.h) ------------------------------------------------- */
+
+static struct bench_out run_fib(void)
+{
+    return bench_value((uint64_t)(intptr_t)fib((void *)(intptr_t)P.n));
+}
+
+
+static struct bench_out run_nqueens(void)
+{
+    return bench_value((uint64_t)(uintptr_t)nqueens((void *)(uintptr_t)NQ_PACK(0, 0, 0, 0)));
+}
+
+/* chain and tree: the root is a task too, as in the other programs. */
+static struct bench_out run_chain(void)
+{
+    handle h;
+    SPAWN(h, chain, (void *)1);
+    return bench_value(JOIN(h));
+}
+
+static struct bench_out run_tree(void)
+{
+    handle h;
+    SPAWN(h, tree, (void *)0);
+    return bench_value(JOIN(h));
+}
+
+static struct bench_out run_uts(void)
+{
+    return bench_value((uint64_t)(uintptr_t)uts((void *)(uintptr_t)bench_in.uts_root));
+}
+
+static struct bench_out run_cilksort(void)
+{
+    struct sort_job all = {bench_in.sort_a, bench_in.sort_tmp, P.size};
+    struct bench_out o = {0, (uint64_t)(uintptr_t)csort(&all)};
+    return o;
+}
+
+static struct bench_out run_matmul(void)
+{
+    struct mm_job all = {bench_in.mm_c, bench_in.mm_a, bench_in.mm_b, P.size};
+    matmul(&all);
+    return bench_value(0);
+}
+
+static struct bench_out run_knapsack(void)
+{
+    struct ks_job root = {0, bench_in.ks_cap, 0};
+    atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
+    uint64_t tasks = (uint64_t)(uintptr_t)knapsack(&root);
+    struct bench_out o = {(uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed), tasks};
+    return o;
+}
+
+/* pipe and latency report more than their answer (main's extra fields). */
+static unsigned long pipe_lost_items;
+static struct lat_result lat_res;
+
+static struct bench_out run_pipe(void) { return bench_value(pipe_run(&pipe_lost_items)); }
+static struct bench_out run_latency(void) { return bench_value(lat_run(&lat_res)); }
+
+static const struct bench_run_entry runs[] = {
+    {"fib", run_fib},           {"tput", run_tput},       {"uneven", run_uneven},
+    {"pfor", run_pfor},         {"nqueens", run_nqueens}, {"chain", run_chain},
+    {"tree", run_tree},         {"uts-t1", run_uts},      {"uts-t3", run_uts},
+    {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
+    {"pipe", run_pipe},         {"latency", run_latency},
+};
 
 int main(int argc, char **argv)
 {
@@ -909,118 +977,8 @@ int main(int argc, char **argv)
     memset(&s0, 0, sizeof s0);
     memset(&s1, 0, sizeof s1);
     sf_stats_read(&s0);
-
-    double t0, t1;
-    uint64_t got, want, tasks;
-    bool loop = false;
-    bool pipe = false, latency = false;
-    struct lat_result lat_res;
-    unsigned long pipe_lost = 0;
-    if (strcmp(w, "fib") == 0) {
-        t0 = bench_now();
-        got = (uint64_t)(intptr_t)fib((void *)(intptr_t)P.n);
-        t1 = bench_now();
-        want = bench_fib_expect(P.n);
-        tasks = bench_fib_tasks(P.n);
-    } else if (strcmp(w, "tput") == 0) {
-        t0 = bench_now();
-        got = run_tput();
-        t1 = bench_now();
-        want = bench_tput_expect(P.outer, P.inner);
-        tasks = (uint64_t)P.outer * (uint64_t)(P.inner + 1);
-    } else if (strcmp(w, "uneven") == 0) {
-        t0 = bench_now();
-        got = run_uneven();
-        t1 = bench_now();
-        want = bench_uneven_expect(P.items);
-        tasks = (uint64_t)P.items;
-    } else if (strcmp(w, "pfor") == 0) {
-        t0 = bench_now();
-        got = run_pfor();
-        t1 = bench_now();
-        want = bench_uneven_expect(P.items);
-        tasks = (uint64_t)P.items; /* items, as the peers count them */
-        loop = true;
-    } else if (strcmp(w, "nqueens") == 0) {
-        t0 = bench_now();
-        uint64_t r = (uint64_t)(uintptr_t)nqueens((void *)(uintptr_t)NQ_PACK(0, 0, 0, 0));
-        t1 = bench_now();
-        got = NQ_SOL(r);
-        want = bench_nqueens_expect(P.n);
-        tasks = NQ_NODES(r) - 1;
-    } else if (strcmp(w, "chain") == 0) {
-        t0 = bench_now();
-        handle h;
-        SPAWN(h, chain, (void *)1);
-        got = JOIN(h);
-        t1 = bench_now();
-        want = (uint64_t)P.depth;
-        tasks = (uint64_t)P.depth;
-    } else if (strcmp(w, "tree") == 0) {
-        t0 = bench_now();
-        handle h;
-        SPAWN(h, tree, (void *)0);
-        got = JOIN(h);
-        t1 = bench_now();
-        want = bench_tree_nodes(P.fanout, P.depth);
-        tasks = want;
-    } else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0) {
-        uts_kind = w[5] - '0';
-        uint64_t root = UTS_NODE(uts_root((uint64_t)P.seed), 0);
-        t0 = bench_now();
-        got = (uint64_t)(uintptr_t)uts((void *)(uintptr_t)root);
-        t1 = bench_now();
-        want = uts_expect(uts_kind, P.b0, P.q_ppm, P.depth, (uint64_t)P.seed);
-        tasks = got - 1;
-    } else if (strcmp(w, "cilksort") == 0) {
-        sort_elem *a, *tmp;
-        sort_setup(P.size, (uint64_t)P.seed, &a, &tmp, &want);
-        struct sort_job all = {a, tmp, P.size};
-        t0 = bench_now();
-        tasks = (uint64_t)(uintptr_t)csort(&all);
-        t1 = bench_now();
-        got = sort_check(a, P.size);
-        free(a);
-        free(tmp);
-    } else if (strcmp(w, "matmul") == 0) {
-        double *a, *b, *c;
-        mm_setup(P.size, (uint64_t)P.seed, &a, &b, &c);
-        struct mm_job all = {c, a, b, P.size};
-        t0 = bench_now();
-        matmul(&all);
-        t1 = bench_now();
-        mm_check(a, b, c, P.size, &got, &want);
-        tasks = mm_tasks(P.size);
-        mm_free(a);
-    } else if (strcmp(w, "knapsack") == 0) {
-        long cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
-        struct ks_job root = {0, cap, 0};
-        atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
-        t0 = bench_now();
-        tasks = (uint64_t)(uintptr_t)knapsack(&root);
-        t1 = bench_now();
-        got = (uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed);
-        want = (uint64_t)ks_expect(ks_items, P.items, cap);
-    } else if (strcmp(w, "pipe") == 0) {
-        t0 = bench_now();
-        got = run_pipe(&pipe_lost);
-        t1 = bench_now();
-        want = (uint64_t)P.items;
-        tasks = (uint64_t)P.items * (uint64_t)(P.stages - 1);
-        pipe = true;
-    } else if (strcmp(w, "latency") == 0) {
-        t0 = bench_now();
-        got = run_latency(&lat_res);
-        t1 = bench_now();
-        want = (uint64_t)(3 * P.rounds);
-        /* each round S, the submitting task and L; G in busy and blocked,
-         * B in blocked and blocked-plain */
-        tasks = (uint64_t)P.rounds * (4 + 5 + 4);
-        latency = true;
-    } else {
-        bench_usage(argv[0]);
-        return 64;
-    }
+    struct bench_result r = bench_run(argv[0], &P, runs, sizeof runs / sizeof runs[0]);
+    bool loop = strcmp(w, "pfor") == 0;
     sf_stats_read(&s1);
     char extra[640];
     unsigned long long created = s1.created - s0.created;
@@ -1035,23 +993,23 @@ int main(int argc, char **argv)
              (unsigned long long)(s1.gets_blocked - s0.gets_blocked),
              (unsigned long long)(s1.sleeps - s0.sleeps),
              (unsigned long long)(s1.parks - s0.parks), s1.peak_busy, s1.workers);
-    if (pipe) /* failed gets: counted, not a wrong result (see pipe above) */
+    if (strcmp(w, "pipe") == 0) /* failed gets: counted, not a wrong result (see pipe above) */
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                  "\tpipe_failed_gets=%lu\tpipe_lost=%lu", atomic_load(&pipe_failed_gets),
-                 pipe_lost);
-    if (latency) /* libsf only: no time compared across runtimes */
+                 pipe_lost_items);
+    if (strcmp(w, "latency") == 0) /* libsf only: no time compared across runtimes */
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                  "\tlat_busy_us=%.1f\tlat_blocked_us=%.1f\tlat_blocked_plain_us=%.1f"
                  "\tlat_long_us=%.1f\tlat_busy_raced=%ld\tlat_blocked_raced=%ld"
                  "\tlat_blocked_plain_raced=%ld",
                  lat_res.busy_us, lat_res.blocked_us, lat_res.blocked_plain_us, lat_res.long_us,
                  lat_res.busy_raced, lat_res.blocked_raced, lat_res.blocked_plain_raced);
-    int rc = bench_report(RUNTIME_NAME, &P, t1 - t0, tasks, got, want, extra);
+    int rc = bench_report(RUNTIME_NAME, &P, r.seconds, r.tasks, r.got, r.want, extra);
     /* A loop makes its participants, not one task per item. */
-    if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != tasks)) {
+    if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != r.tasks)) {
         /* A counter bug, not a wrong result: warn, the harness shows it. */
         fprintf(stderr, "WARNING libsf %s: sf_stats created %llu tasks, the workload made %llu\n",
-                w, created, (unsigned long long)tasks);
+                w, created, (unsigned long long)r.tasks);
     }
     if (rc == 0 && s1.workers != P.threads - 1) {
         fprintf(stderr, "WARNING libsf: %d workers for %d threads (expected threads - 1)\n",

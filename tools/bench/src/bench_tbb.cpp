@@ -4,9 +4,7 @@
  * for the uneven batch. Threads: global_control(max_allowed_parallelism, N),
  * N counting the calling thread. See common.h for the command line.
  */
-#include "common.h"
-
-#include "classic.h"
+#include "workloads.h"
 
 #include <atomic>
 #include <utility>
@@ -52,7 +50,7 @@ static uint64_t tput_child(uint64_t v)
     return v;
 }
 
-static uint64_t run_tput()
+static bench_out run_tput()
 {
     std::vector<uint64_t> part((size_t)P.outer);
     tbb::task_group outer;
@@ -75,12 +73,12 @@ static uint64_t run_tput()
     uint64_t sum = 0;
     for (uint64_t s : part)
         sum += s;
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- pfor: parallel_for, auto_partitioner (part 0) or simple (part 1) ------ */
 
-static uint64_t run_pfor()
+static bench_out run_pfor()
 {
     std::vector<uint64_t> res((size_t)P.items);
     auto body = [&res](const tbb::blocked_range<long> &r) {
@@ -97,12 +95,12 @@ static uint64_t run_pfor()
     uint64_t sum = 0;
     for (uint64_t r : res)
         sum += r;
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- uneven: parallel_for, one item per chunk ------------------------------ */
 
-static uint64_t run_uneven()
+static bench_out run_uneven()
 {
     std::vector<uint64_t> res((size_t)P.items);
     tbb::parallel_for(
@@ -117,7 +115,7 @@ static uint64_t run_uneven()
     uint64_t sum = 0;
     for (uint64_t r : res)
         sum += r;
-    return sum;
+    return bench_value(sum);
 }
 
 /* ---- nqueens ---------------------------------------------------------------- */
@@ -183,13 +181,11 @@ static uint64_t tree(long d)
 
 /* ---- UTS: every node runs all its children in one task_group, waits ------- */
 
-static int uts_kind;
-
 static uint64_t uts(uint64_t node)
 {
     if (P.work)
         bench_spin(node, P.work);
-    int k = uts_children(node, uts_kind, P.b0, P.q_ppm, P.depth);
+    int k = uts_children(node, bench_in.uts_kind, P.b0, P.q_ppm, P.depth);
     uint64_t buf[UTS_MAX_CHILDREN];
     std::vector<uint64_t> big;
     uint64_t *res = buf;
@@ -278,7 +274,8 @@ static void matmul(double *c, const double *a, const double *b, long n)
 
 /* ---- knapsack: "take" and "skip" as tasks, a shared best (CAS-max) ----------------- */
 
-static ks_item ks_items[KS_MAX_ITEMS];
+/* The instance workloads.h made. */
+static const ks_item *const ks_items = bench_in.ks_items;
 /* Relaxed: a monotone pruning hint; the final read follows every wait. */
 static std::atomic<long> ks_best{0};
 
@@ -321,10 +318,39 @@ template <class F> static uint64_t as_task(F f)
     return r;
 }
 
+/* ---- the runs (workloads.h) ------------------------------------------------ */
+
+static bench_out run_fib() { return bench_value((uint64_t)fib(P.n)); }
+static bench_out run_nqueens() { return bench_value(nqueens(NQ_PACK(0, 0, 0, 0))); }
+/* chain and tree: the root is a task too, as in the other programs. */
+static bench_out run_chain() { return bench_value(as_task([] { return (uint64_t)chain(1); })); }
+static bench_out run_tree() { return bench_value(as_task([] { return tree(0); })); }
+static bench_out run_uts() { return bench_value(uts(bench_in.uts_root)); }
+static bench_out run_cilksort() { return {0, csort(bench_in.sort_a, bench_in.sort_tmp, P.size)}; }
+
+static bench_out run_matmul()
+{
+    matmul(bench_in.mm_c, bench_in.mm_a, bench_in.mm_b, P.size);
+    return bench_value(0);
+}
+
+static bench_out run_knapsack()
+{
+    ks_best.store(0, std::memory_order_relaxed);
+    uint64_t tasks = knapsack(0, bench_in.ks_cap, 0);
+    return {(uint64_t)ks_best.load(std::memory_order_relaxed), tasks};
+}
+
+static const bench_run_entry runs[] = {
+    {"fib", run_fib},           {"tput", run_tput},       {"uneven", run_uneven},
+    {"pfor", run_pfor},         {"nqueens", run_nqueens}, {"chain", run_chain},
+    {"tree", run_tree},         {"uts-t1", run_uts},      {"uts-t3", run_uts},
+    {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
+};
+
 int main(int argc, char **argv)
 {
     bench_parse(argc, argv, &P);
-    const char *w = P.workload;
     tbb::global_control threads(tbb::global_control::max_allowed_parallelism, (size_t)P.threads);
     tbb::global_control stack(tbb::global_control::thread_stack_size, (size_t)64 << 20);
 
@@ -337,89 +363,6 @@ int main(int argc, char **argv)
         if (fib(20) != (long)bench_fib_expect(20))
             return 2;
     }
-
-    double t0, t1;
-    uint64_t got, want, tasks;
-    if (strcmp(w, "fib") == 0) {
-        t0 = bench_now();
-        got = (uint64_t)fib(P.n);
-        t1 = bench_now();
-        want = bench_fib_expect(P.n);
-        tasks = bench_fib_tasks(P.n);
-    } else if (strcmp(w, "tput") == 0) {
-        t0 = bench_now();
-        got = run_tput();
-        t1 = bench_now();
-        want = bench_tput_expect(P.outer, P.inner);
-        tasks = (uint64_t)P.outer * (uint64_t)(P.inner + 1);
-    } else if (strcmp(w, "uneven") == 0) {
-        t0 = bench_now();
-        got = run_uneven();
-        t1 = bench_now();
-        want = bench_uneven_expect(P.items);
-        tasks = (uint64_t)P.items;
-    } else if (strcmp(w, "pfor") == 0) {
-        t0 = bench_now();
-        got = run_pfor();
-        t1 = bench_now();
-        want = bench_uneven_expect(P.items);
-        tasks = (uint64_t)P.items;
-    } else if (strcmp(w, "nqueens") == 0) {
-        t0 = bench_now();
-        uint64_t r = nqueens(NQ_PACK(0, 0, 0, 0));
-        t1 = bench_now();
-        got = NQ_SOL(r);
-        want = bench_nqueens_expect(P.n);
-        tasks = NQ_NODES(r) - 1;
-    } else if (strcmp(w, "chain") == 0) {
-        t0 = bench_now();
-        got = as_task([] { return (uint64_t)chain(1); });
-        t1 = bench_now();
-        want = (uint64_t)P.depth;
-        tasks = (uint64_t)P.depth;
-    } else if (strcmp(w, "tree") == 0) {
-        t0 = bench_now();
-        got = as_task([] { return tree(0); });
-        t1 = bench_now();
-        want = bench_tree_nodes(P.fanout, P.depth);
-        tasks = want;
-    } else if (strcmp(w, "uts-t1") == 0 || strcmp(w, "uts-t3") == 0) {
-        uts_kind = w[5] - '0';
-        uint64_t root = UTS_NODE(uts_root((uint64_t)P.seed), 0);
-        t0 = bench_now();
-        got = uts(root);
-        t1 = bench_now();
-        want = uts_expect(uts_kind, P.b0, P.q_ppm, P.depth, (uint64_t)P.seed);
-        tasks = got - 1;
-    } else if (strcmp(w, "cilksort") == 0) {
-        sort_elem *a, *tmp;
-        sort_setup(P.size, (uint64_t)P.seed, &a, &tmp, &want);
-        t0 = bench_now();
-        tasks = csort(a, tmp, P.size);
-        t1 = bench_now();
-        got = sort_check(a, P.size);
-        free(a);
-        free(tmp);
-    } else if (strcmp(w, "matmul") == 0) {
-        double *a, *b, *c;
-        mm_setup(P.size, (uint64_t)P.seed, &a, &b, &c);
-        t0 = bench_now();
-        matmul(c, a, b, P.size);
-        t1 = bench_now();
-        mm_check(a, b, c, P.size, &got, &want);
-        tasks = mm_tasks(P.size);
-        mm_free(a);
-    } else if (strcmp(w, "knapsack") == 0) {
-        long cap = ks_instance(ks_items, P.items, (uint64_t)P.seed);
-        ks_best.store(0, std::memory_order_relaxed);
-        t0 = bench_now();
-        tasks = knapsack(0, cap, 0);
-        t1 = bench_now();
-        got = (uint64_t)ks_best.load(std::memory_order_relaxed);
-        want = (uint64_t)ks_expect(ks_items, P.items, cap);
-    } else {
-        bench_usage(argv[0]);
-        return 64;
-    }
-    return bench_report("onetbb", &P, t1 - t0, tasks, got, want, "");
+    bench_result r = bench_run(argv[0], &P, runs, sizeof runs / sizeof runs[0]);
+    return bench_report("onetbb", &P, r.seconds, r.tasks, r.got, r.want, "");
 }

@@ -13,7 +13,8 @@
  * where S is the wall time of the workload alone (the runtime is started and
  * warmed up before the clock starts), T the number of tasks it created and K
  * the process's peak RSS (getrusage ru_maxrss). A wrong result prints
- * check=FAIL and exits 2; bad arguments exit 64.
+ * check=FAIL and exits 2; bad arguments exit 64. workloads.h holds the table
+ * of workloads (inputs, check, task count) and the driver that times one.
  *
  * Workloads and their keys (defaults are the full sizes):
  *   fib      n=32                    fib(n), one task per call, no cutoff
