@@ -5,10 +5,10 @@
  * yet. sf_get() submits the calling thread's queued tasks and returns the
  * task's result: it runs the task itself if the task has not started, and
  * helps with other pending work while it runs elsewhere. The pool is fixed:
- * SF_THREADS threads run tasks at once, the getting thread included, so the
- * pool has SF_THREADS - 1 workers and never grows. A submitted task that no
- * idle worker takes runs in the thread that gets it, so nested gets never
- * need a free worker. README.md has an example.
+ * SF_THREADS - 1 workers, started with the runtime, which with a getting
+ * thread make SF_THREADS threads running tasks. A submitted task that no idle
+ * worker takes runs in the thread that gets it, so nested gets never need a
+ * free worker. README.md has an example.
  *
  * Errors: a function that fails returns -1 or NULL and sets errno (listed at
  * each); the runtime stays usable after any failure.
@@ -83,16 +83,15 @@ typedef struct sf_config {
  * open(2)'s error (ENOENT, EACCES, ...) for cfg->trace_file. */
 SF_EXPORT int sf_init(const sf_config *cfg);
 
-/* Stops the runtime: runs every pending task (made by sf_do() or
- * sf_batch_do(), neither started nor released), reports failures nobody saw
- * to the unhandled-failure hook, joins the workers and frees everything.
- * Every future and sf_task is invalid afterwards (a get of one fails with
- * EINVAL); the next sf_do() or sf_init() starts a fresh runtime. Call it from
- * a thread that runs no task once other threads have stopped calling libsf;
- * calls still in flight are waited for. From a task, an unhandled-failure
- * hook or a signal handler it prints one stderr line and does nothing; it
- * also does nothing when the runtime is not running or already stopping
- * (docs/lifecycle.md). */
+/* Stops the runtime: runs every pending sf_do() and sf_batch_do() task, reports
+ * failures nobody saw to the unhandled-failure hook, joins the workers and frees
+ * everything. Every future and sf_task is invalid afterwards (through the next
+ * runtime a get of one fails with EINVAL); the next sf_do() or sf_init() starts
+ * a fresh one. Call it
+ * from a thread that runs no task once other threads have stopped calling libsf
+ * (calls in flight are waited for). From a task, a hook or a signal handler it
+ * prints one stderr line and does nothing; so it does, silently, when the
+ * runtime is not running or already stopping (docs/lifecycle.md). */
 SF_EXPORT void sf_shutdown(void);
 
 /* sf_shutdown() with a deadline `seconds` from now: runs pending tasks until
@@ -106,8 +105,8 @@ SF_EXPORT void sf_shutdown(void);
 SF_EXPORT long sf_shutdown_timeout(double seconds);
 
 /* Queues fn(arg) in the calling thread's pending queue and returns its future.
- * Nothing runs until a get of this thread submits it or a helping thread takes
- * it (docs/scheduling.md). Starts the runtime from the environment if needed.
+ * Nothing runs until a get of this thread submits it, or a get of its future
+ * or a helping get claims it (docs/scheduling.md). Starts the runtime from the environment if needed.
  * The caller owns one reference: drop it with sf_release(). A failed call
  * changes nothing. Returns the future, or NULL with errno EINVAL (fn is NULL),
  * ENOMEM (no memory for the future, its queue slot or this thread's state) or
@@ -220,8 +219,8 @@ SF_EXPORT int sf_wait(sf_future *f, void **result);
 SF_EXPORT const char *sf_error_message(const sf_future *f);
 
 /* Sets the hook that receives every failure nobody saw: hook(code, message,
- * ctx), message possibly NULL, runs in the thread that releases the future or
- * calls sf_shutdown(). NULL restores the default (one stderr line). Holds for
+ * ctx), message possibly NULL, runs in the thread that releases the future (or
+ * ends its task, released while it ran) or calls sf_shutdown(). NULL restores the default (one stderr line). Holds for
  * the life of the process; without memory for it the previous hook stays.
  * The hook may make and get tasks, but not shut libsf down (docs/failures.md). */
 SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
@@ -250,9 +249,9 @@ typedef struct sf_batch sf_batch;
 SF_EXPORT sf_batch *sf_batch_new(void);
 
 /* Adds fn(arg) to b and submits it at once: an idle worker may start it before
- * anyone gets it. Returns its future, which the caller owns and releases
- * (before it started: it never runs). Any thread may add, tasks included. A
- * failed add leaves b as it was. Returns the future, or NULL with errno EINVAL
+ * anyone gets it. The caller owns the future and releases it (before it
+ * started: it never runs). Any thread may add, tasks included. A failed add
+ * leaves b as it was. Returns the future, or NULL with errno EINVAL
  * (b or fn is NULL), EPIPE (b is closed; only b's running tasks may still call
  * this), ENOMEM or EAGAIN (as sf_do()). */
 SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg);
@@ -274,26 +273,20 @@ SF_EXPORT void sf_batch_close(sf_batch *b);
 /* Counters since sf_init(), summed over every thread (docs/statistics.md). */
 typedef struct sf_stats {
     int threads;             /* the configured thread count (SF_THREADS) */
-    int workers;             /* pool workers running: threads - 1, or fewer if
-                              * some could not be created (sf_init) */
+    int workers;             /* pool workers running: threads - 1, or fewer (sf_init) */
     int peak_busy;           /* most pool workers busy with a task at once */
     uint64_t created;        /* tasks made (sf_do, sf_task_do, sf_batch_do) */
     uint64_t run_inline;     /* tasks run by a get of their own future */
-    uint64_t run_pool;       /* submitted tasks (batch tasks included) taken by
-                              * an idle pool worker */
-    uint64_t run_stolen;     /* tasks run by a blocked get, helping, or by
-                              * sf_batch_wait() */
+    uint64_t run_pool;       /* submitted tasks taken by an idle pool worker */
+    uint64_t run_stolen;     /* tasks run by a helping get, or by sf_batch_wait() */
     uint64_t discarded;      /* tasks released before they started */
     uint64_t cancelled;      /* tasks cancelled before they started */
     uint64_t gets_blocked;   /* gets that found their task running elsewhere */
     uint64_t sleeps;         /* times a blocked get slept with nothing to run */
-    uint64_t fresh_stacks;   /* gets near their stack's end that ran their task
-                              * on a fresh stack (a deep chain) */
-    uint64_t parks;          /* times a stack parked while its thread ran other
-                              * work on another (docs/waiting.md) */
+    uint64_t fresh_stacks;   /* gets that ran their task on a fresh stack */
+    uint64_t parks;          /* times a stack parked while its thread ran others */
     uint64_t resumes;        /* times a parked stack went on */
-    uint64_t queued;         /* tasks pending now: made, neither started,
-                              * released nor cancelled */
+    uint64_t queued;         /* tasks made and not yet started, released or cancelled */
     int asleep;              /* threads asleep in a get now (the trace's Asleep) */
 } sf_stats;
 
@@ -312,26 +305,21 @@ typedef struct sf_thread_stats {
     uint64_t created;        /* tasks it made */
     uint64_t executed;       /* tasks it ran: the four below */
     uint64_t run_inline;     /* ... by a get of their own future */
-    uint64_t run_pool;       /* ... taken as an idle pool worker (from a queue
-                              * or a batch) */
-    uint64_t run_stolen;     /* ... taken by a blocked get, helping, or from
-                              * its batch by sf_batch_wait() */
-    uint64_t run_drained;    /* ... by sf_shutdown()'s drain (in no sf_stats
-                              * field: it happens once stopping) */
+    uint64_t run_pool;       /* ... taken as an idle pool worker */
+    uint64_t run_stolen;     /* ... by a helping get, or by sf_batch_wait() */
+    uint64_t run_drained;    /* ... by sf_shutdown()'s drain (in no sf_stats field) */
     uint64_t discarded;      /* tasks it released before they started */
     uint64_t cancelled;      /* tasks it cancelled before they started (sf_cancel,
                               * or discarded past sf_shutdown_timeout's deadline) */
     uint64_t gets_blocked;   /* its gets that found their task running elsewhere */
-    uint64_t steals_tried;   /* scans of other threads' queues for a task (a
-                              * blocked get helping, an idle worker searching) */
+    uint64_t steals_tried;   /* scans of other threads' queues for a task */
     uint64_t steals_failed;  /* ... of which found nothing */
     uint64_t sleeps;         /* its blocked gets' sleeps (sf_stats.sleeps) */
     uint64_t idle_sleeps;    /* a worker's sleeps for want of submitted work */
     uint64_t fresh_stacks;   /* its gets that moved to a fresh stack */
     uint64_t parks;          /* its stacks' parks (sf_stats.parks) */
     uint64_t resumes;        /* ... and resumes */
-    uint64_t busy_ns;        /* wall-clock time inside its outermost tasks, what
-                              * they nest (gets' runs and waits) included */
+    uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included */
     uint64_t avg_task_ns;    /* busy_ns / executed (0 if none) */
 } sf_thread_stats;
 
