@@ -26,7 +26,7 @@
  * so the program's gets form no cycle, and plain gets are all it needs: a
  * get that waits for a slot's future running on another thread parks and
  * lets its thread help elsewhere, never making its wait depend on the work
- * it helped with (sf.h, "Waiting"). samples/audio/test_reverb runs the
+ * it helped with (docs/waiting.md). samples/audio/test_reverb runs the
  * pipeline at 1, 2 and 4 threads.
  *
  * Determinism. Y_j sums p = 0, 1, ... in that order and the FFT is exact
