@@ -7,9 +7,10 @@
 # refuses '+=' on a variable nobody set. Anything else installed as a program
 # must be added here with '+=' after this line.
 bin_PROGRAMS = tools/sftrace/sftrace
-# sftrace takes the trace format from the runtime's trace_format.h, a
-# freestanding header of macros (no libsf code, nothing to link); it is
-# listed in SOURCES so that `make dist` ships it with sftrace.
+# sftrace takes the trace format, and the parser of its argument specs, from
+# the runtime's trace_format.h, a freestanding header (macros and one static
+# inline function: nothing to link); it is listed in SOURCES so that `make
+# dist` ships it with sftrace.
 tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
 	tools/sftrace/schedule.h tools/sftrace/schedule.c tools/sftrace/svg.c
 tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime

@@ -65,9 +65,8 @@
 #define MAX_PROBLEMS_SHOWN 100 /* consistency problems listed by --check */
 #define DEFAULT_WIDTH 72       /* timeline columns */
 #define NONE UINT32_MAX        /* "no record" in 32-bit record indices */
-/* Arguments a record keeps; an event with more in trace_format.h stops
- * sftrace at start-up (parse_specs) rather than being misread. */
-#define REC_ARGS 2
+/* Arguments a record keeps: as many as the spec parser allows. */
+#define REC_ARGS SF__TRACE_MAX_ARGS
 /* The column of an event's first argument, after the fixed ones and the name. */
 #define FIRST_ARG (SF_TRACE_FIXED_COLUMNS + 1)
 /* Columns split out of a line; more is "too many columns". Above every
@@ -102,20 +101,11 @@ static const char *const how_meanings[HOW_COUNT] = {
 #undef X
 };
 
-/* The argument kinds of trace_format.h's top comment. */
-enum kind { K_TASK, K_THREAD, K_COUNT, K_HOW, K_KEY };
-
-struct arg_spec {
-    enum kind kind;
-    char key[24]; /* K_KEY: the literal before the count, '=' included */
-};
-
 /* One event: name, spec and meaning from trace_format.h; the rest is the
- * spec parsed once by parse_specs(). */
+ * spec parsed once by parse_specs(), with the runtime's parser. */
 static struct event_info {
     const char *name, *spec, *meaning;
-    int nargs;
-    struct arg_spec arg[REC_ARGS];
+    struct sf__trace_args a;
     int task_at;   /* index of the task argument, -1 if none */
     char args[64]; /* the arguments for people: "task, how" */
 } events[EV_COUNT] = {
@@ -266,9 +256,9 @@ static void list_add(char *buf, size_t size, const char *sep, const char *item)
         die("internal error: the list for '%s' is too long", item);
 }
 
-/* Parses every event's argument spec (the kinds listed at the top of
- * trace_format.h) into events[], once, before any trace is read. A spec
- * sftrace does not understand is a bug in sftrace or the header: stop. */
+/* Parses every event's argument spec into events[], once, before any trace
+ * is read. A spec the parser refuses, or one with two tasks, is a bug in
+ * trace_format.h: stop. */
 static void parse_specs(void)
 {
     for (int h = 0; h < HOW_COUNT; h++)
@@ -276,44 +266,22 @@ static void parse_specs(void)
                  how_names[h]);
     for (int ev = 0; ev < EV_COUNT; ev++) {
         struct event_info *e = &events[ev];
+        if (sf__trace_parse_spec(e->spec, &e->a) != 0)
+            die("internal error: %s: cannot read the spec '%s'", e->name, e->spec);
+        /* for messages and --events: the spec's words, comma-separated */
         const char *p = e->spec;
-        char tok[32];
-        int n = 0;
-        while (*p) {
+        for (int n = 0; n < e->a.n; n++) {
+            char tok[32];
             size_t len = strcspn(p, " ");
-            if (len == 0 || len >= sizeof tok || n == REC_ARGS)
-                die("internal error: %s: cannot use the spec '%s' (at most %d arguments)",
-                    e->name, e->spec, REC_ARGS);
-            memcpy(tok, p, len);
-            tok[len] = '\0';
+            snprintf(tok, sizeof tok, "%.*s", (int)len, p);
             p += len + (p[len] == ' ');
-            struct arg_spec *as = &e->arg[n];
-            const char *eq = strchr(tok, '=');
-            if (strcmp(tok, "task") == 0) {
+            list_add(e->args, sizeof e->args, n == 0 ? "" : ", ", tok);
+            if (e->a.kind[n] == SF__TK_TASK) {
                 if (e->task_at >= 0)
                     die("internal error: %s names two tasks ('%s')", e->name, e->spec);
-                as->kind = K_TASK;
                 e->task_at = n;
-            } else if (strcmp(tok, "thread") == 0) {
-                as->kind = K_THREAD;
-            } else if (strcmp(tok, "count") == 0) {
-                as->kind = K_COUNT;
-            } else if (strcmp(tok, "how") == 0) {
-                as->kind = K_HOW;
-            } else if (eq && eq > tok && strcmp(eq, "=count") == 0 &&
-                       (size_t)(eq - tok) + 1 < sizeof as->key) {
-                as->kind = K_KEY;
-                memcpy(as->key, tok, (size_t)(eq - tok) + 1);
-                as->key[eq - tok + 1] = '\0';
-            } else {
-                die("internal error: %s: unknown argument kind '%s' in '%s'", e->name, tok,
-                    e->spec);
             }
-            /* for messages and --events: the spec's words, comma-separated */
-            list_add(e->args, sizeof e->args, n == 0 ? "" : ", ", tok);
-            n++;
         }
-        e->nargs = n;
     }
 }
 
@@ -327,15 +295,15 @@ static uint64_t task_of(const struct rec *r)
 }
 
 /* The index of event ev's first argument of kind k, -1 if it has none. */
-static int arg_index(int ev, enum kind k)
+static int arg_index(int ev, enum sf__trace_kind k)
 {
-    for (int a = 0; a < events[ev].nargs; a++)
-        if (events[ev].arg[a].kind == k)
+    for (int a = 0; a < events[ev].a.n; a++)
+        if (events[ev].a.kind[a] == k)
             return a;
     return -1;
 }
 
-static uint64_t arg_of(const struct rec *r, enum kind k)
+static uint64_t arg_of(const struct rec *r, enum sf__trace_kind k)
 {
     int a = arg_index(r->ev, k);
     if (a < 0)
@@ -347,9 +315,9 @@ static uint64_t key_of(const struct rec *r, const char *key)
 {
     const struct event_info *e = &events[r->ev];
     size_t kn = strlen(key);
-    for (int a = 0; a < e->nargs; a++)
-        if (e->arg[a].kind == K_KEY && strncmp(e->arg[a].key, key, kn) == 0 &&
-            e->arg[a].key[kn] == '=')
+    for (int a = 0; a < e->a.n; a++)
+        if (e->a.kind[a] == SF__TK_KEY && strncmp(e->a.key[a], key, kn) == 0 &&
+            e->a.key[a][kn] == '=')
             return r->arg[a];
     die("internal error: %s has no %s= argument", e->name, key);
 }
@@ -450,27 +418,27 @@ static void task_name(uint64_t key, char *buf, size_t size)
 
 /* Parses column s (n bytes), argument as of event ev, into *v; on error
  * reports it and returns -1. */
-static int parse_arg(size_t line, int ev, const struct arg_spec *as, const char *s, size_t n,
-                     uint64_t *v)
+static int parse_arg(size_t line, int ev, int a, const char *s, size_t n, uint64_t *v)
 {
     const char *name = events[ev].name;
-    switch (as->kind) {
-    case K_TASK:
+    const char *key = events[ev].a.key[a];
+    switch (events[ev].a.kind[a]) {
+    case SF__TK_TASK:
         if (parse_task(s, n, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a task name (thread.sequence)", name, (int)n, s);
         return -1;
-    case K_THREAD:
+    case SF__TK_THREAD:
         if (parse_uint(s, n, MAX_TASK_THREAD, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a thread id", name, (int)n, s);
         return -1;
-    case K_COUNT:
+    case SF__TK_COUNT:
         if (parse_uint(s, n, MAX_COUNT, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a count", name, (int)n, s);
         return -1;
-    case K_HOW:
+    case SF__TK_HOW:
         for (int h = 0; h < HOW_COUNT; h++)
             if (strlen(how_names[h]) == n && memcmp(how_names[h], s, n) == 0) {
                 *v = (uint64_t)h;
@@ -478,11 +446,11 @@ static int parse_arg(size_t line, int ev, const struct arg_spec *as, const char 
             }
         syntax_error(line, "%s: how '%.*s' is not %s", name, (int)n, s, how_list);
         return -1;
-    case K_KEY: {
-        size_t kn = strlen(as->key);
-        if (n > kn && memcmp(s, as->key, kn) == 0 && parse_uint(s + kn, n - kn, MAX_COUNT, v) == 0)
+    case SF__TK_KEY: {
+        size_t kn = strlen(key);
+        if (n > kn && memcmp(s, key, kn) == 0 && parse_uint(s + kn, n - kn, MAX_COUNT, v) == 0)
             return 0;
-        syntax_error(line, "%s: '%.*s' is not %sN", name, (int)n, s, as->key);
+        syntax_error(line, "%s: '%.*s' is not %sN", name, (int)n, s, key);
         return -1;
     }
     }
@@ -559,19 +527,18 @@ static void parse_line(size_t line, size_t off, size_t len)
         return;
     }
     r.ev = (uint8_t)ev;
-    if (nf - FIRST_ARG != events[ev].nargs && events[ev].nargs == 0) {
+    if (nf - FIRST_ARG != events[ev].a.n && events[ev].a.n == 0) {
         syntax_error(line, "%s wants no arguments, found %d", events[ev].name, nf - FIRST_ARG);
         return;
     }
-    if (nf - FIRST_ARG != events[ev].nargs) {
+    if (nf - FIRST_ARG != events[ev].a.n) {
         syntax_error(line, "%s wants %d argument%s (%s), found %d", events[ev].name,
-                     events[ev].nargs, events[ev].nargs == 1 ? "" : "s", events[ev].args,
+                     events[ev].a.n, events[ev].a.n == 1 ? "" : "s", events[ev].args,
                      nf - FIRST_ARG);
         return;
     }
-    for (int a = 0; a < events[ev].nargs; a++) {
-        const struct arg_spec *as = &events[ev].arg[a];
-        if (parse_arg(line, ev, as, f[FIRST_ARG + a], fl[FIRST_ARG + a], &r.arg[a]) < 0)
+    for (int a = 0; a < events[ev].a.n; a++) {
+        if (parse_arg(line, ev, a, f[FIRST_ARG + a], fl[FIRST_ARG + a], &r.arg[a]) < 0)
             return;
     }
 
@@ -838,7 +805,7 @@ static void on_DO(const struct rec *r)
 static void on_SUBMIT(const struct rec *r)
 {
     struct thr *t = thr_of(r);
-    uint64_t n = arg_of(r, K_COUNT);
+    uint64_t n = arg_of(r, SF__TK_COUNT);
     if (n > t->unsubmitted)
         problem(r->line, "Submit All %" PRIu64 ", but thread %" PRIu32 " queued only %" PRIu64
                 " tasks since its last Submit All", n, r->thread, t->unsubmitted);
@@ -850,7 +817,7 @@ static void on_SUBMIT(const struct rec *r)
  * (before_event and on_FSTART check that). */
 static void take_or_steal(const struct rec *r)
 {
-    uint64_t from = arg_of(r, K_THREAD), task_thread = task_of(r) >> SEQ_BITS;
+    uint64_t from = arg_of(r, SF__TK_THREAD), task_thread = task_of(r) >> SEQ_BITS;
     char name[48];
     if (from != task_thread)
         problem(r->line, "%s %s from thread %" PRIu64 ", but the task was queued by thread %"
@@ -892,7 +859,7 @@ static void on_FSTART(const struct rec *r)
 {
     struct thr *t = thr_of(r);
     uint64_t task = task_of(r);
-    enum how how = (enum how)arg_of(r, K_HOW);
+    enum how how = (enum how)arg_of(r, SF__TK_HOW);
     char name[48], name2[48];
     t->run[how]++;
     if (t->expect_r != NONE) {
@@ -979,7 +946,7 @@ static void on_PARK(const struct rec *r)
 static void on_FIBER(const struct rec *r)
 {
     struct thr *t = thr_of(r);
-    uint64_t n = arg_of(r, K_COUNT);
+    uint64_t n = arg_of(r, SF__TK_COUNT);
     if (n > MAX_FIBERS) {
         problem(r->line, "Fiber %" PRIu64 ": a thread has fibers 0 to %d", n, MAX_FIBERS);
         return;
@@ -1268,7 +1235,7 @@ static void print_counts(void)
     uint64_t *n = xcalloc(nthrs * per_thread, sizeof *n);
     for (size_t i = 0; i < nrecs; i++) {
         const struct rec *r = &recs[i];
-        int h = arg_index(r->ev, K_HOW);
+        int h = arg_index(r->ev, SF__TK_HOW);
         n[r->thread * per_thread + r->ev * (HOW_COUNT + 1u) +
           (h < 0 ? HOW_COUNT : (size_t)r->arg[h])]++;
     }
@@ -1458,7 +1425,7 @@ static void build_schedule(struct sched *sc)
             sched_b_idle(b, r->thread, now);
             break;
         case EV_FSTART:
-            sched_b_begin(b, r->thread, t->fiber, now, kind_of_how[arg_of(r, K_HOW)],
+            sched_b_begin(b, r->thread, t->fiber, now, kind_of_how[arg_of(r, SF__TK_HOW)],
                           task_of(r));
             break;
         case EV_SLEEP: sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP, task_of(r)); break;
@@ -1468,8 +1435,8 @@ static void build_schedule(struct sched *sc)
         case EV_WAKE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_SLEEP); break;
         case EV_PARK: sched_b_park(b, r->thread, t->fiber, now); break;
         case EV_FIBER:
-            if (arg_of(r, K_COUNT) <= SCHED_MAX_FIBER) { /* --check reports the others */
-                t->fiber = (unsigned)arg_of(r, K_COUNT);
+            if (arg_of(r, SF__TK_COUNT) <= SCHED_MAX_FIBER) { /* --check reports the others */
+                t->fiber = (unsigned)arg_of(r, SF__TK_COUNT);
                 sched_b_resume(b, r->thread, t->fiber, now);
             }
             break;
