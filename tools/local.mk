@@ -14,6 +14,8 @@ bin_PROGRAMS = tools/sftrace/sftrace
 tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
 	tools/sftrace/schedule.h tools/sftrace/schedule.c tools/sftrace/svg.c
 tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
+tools_sftrace_sftrace_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tools_sftrace_sftrace_LDADD = $(JSONC_LIBS)
 
 # The test compares sftrace's output on a hand-written trace with the output
 # worked out by hand, and docs/trace-format.md's tables with sftrace --events;

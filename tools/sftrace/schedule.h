@@ -49,10 +49,19 @@ enum sched_kind {
 
 extern const char *const sched_kind_name[SK_COUNT];
 
+/* A task T.N as the model keeps it: T above bit 40, N below (a sequence
+ * past 2^40 wraps, which only merges two waits of the summary). */
+static inline uint64_t sched_task(uint64_t thread, uint64_t seq)
+{
+    return thread << 40 | (seq & ((UINT64_C(1) << 40) - 1));
+}
+#define SCHED_TASK_THREAD(key) ((key) >> 40)
+#define SCHED_TASK_SEQ(key) ((key) & ((UINT64_C(1) << 40) - 1))
+
 struct sched_slice {
     double t0, t1;
     uint64_t task;  /* the task (kind < SK_SLEEP) or awaited task (SK_SLEEP):
-                     * thread << 40 | sequence; 0 for SK_IDLE, SK_PARKED */
+                     * sched_task(); 0 for SK_IDLE, SK_PARKED */
     uint32_t depth; /* task slices open below it on its fiber (SK_PARKED:
                      * task slices open on the parked fiber) */
     uint8_t kind;   /* enum sched_kind */
@@ -132,8 +141,9 @@ void sched_b_finish(struct sched_build *b);
 
 /*
  * Reads a Chrome JSON trace written by libsf (SF_TRACE=chrome) from buf
- * (len bytes, NUL-terminated) into *s. Strict JSON, except that the
- * closing "]" may be missing (a process that exited without sf_shutdown).
+ * (len bytes, NUL-terminated) into *s, each event parsed by json-c.
+ * Strict JSON, except that the closing "]" may be missing (a process that
+ * exited without sf_shutdown).
  * Returns 0, or -1 after printing "NAME: byte N: why" on stderr.
  */
 int sched_read_json(struct sched *s, const char *buf, size_t len);

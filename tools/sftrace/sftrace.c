@@ -1426,9 +1426,12 @@ static void build_schedule(struct sched *sc)
             break;
         case EV_FSTART:
             sched_b_begin(b, r->thread, t->fiber, now, kind_of_how[arg_of(r, SF__TK_HOW)],
-                          task_of(r));
+                          sched_task(task_of(r) >> SEQ_BITS, task_of(r) & MAX_SEQ));
             break;
-        case EV_SLEEP: sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP, task_of(r)); break;
+        case EV_SLEEP:
+            sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP,
+                          sched_task(task_of(r) >> SEQ_BITS, task_of(r) & MAX_SEQ));
+            break;
         /* A trace that fails --check may not pair them: the end is skipped,
          * and the warning has said so. */
         case EV_FDONE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_TASK); break;

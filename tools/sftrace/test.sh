@@ -142,22 +142,26 @@ point "a JSON trace without its closing ] reads the same" "$dir/sample.json.expe
     printf '[{"ph":"E","tid":0,"ts":1}]' | run "E without B"
     printf '[{"ph":"i","tid":0,"ts":01}]' | run "leading zero"
     printf '[{"ph":"i","tid":0,"ts":1}] x' | run "text after the array"
+    printf '[{"ph":"i","tid":0,"ts":1}\n,{"ph":"i"' | run "cut inside an event"
     printf '[{"ph":"i","tid":8519680,"ts":1}]' | run "fiber 65"
     run "--sorted on JSON" --sorted <"$dir/sample.json"
     run "--check on JSON" --check <"$dir/sample.json"
 } >"$out"
 cat >"$want" <<'EOW'
 == trailing comma
-sftrace: <stdin>: byte 26: expected a key
+sftrace: <stdin>: byte 26: unexpected character
 exit 1
 == E without B
 sftrace: <stdin>: byte 26: an E event with no open slice on its track
 exit 1
 == leading zero
-sftrace: <stdin>: byte 25: expected ',' or '}'
+sftrace: <stdin>: byte 26: number expected
 exit 1
 == text after the array
 sftrace: <stdin>: byte 28: text after the closing ']'
+exit 1
+== cut inside an event
+sftrace: <stdin>: byte 37: the input ends inside an event
 exit 1
 == fiber 65
 sftrace: <stdin>: byte 32: an event without a one-letter ph and a tid of a thread 0 to 65535 (fiber << 17 | thread, fiber 0 to 64)
@@ -169,7 +173,7 @@ exit 2
 sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --svg and --png read it
 exit 2
 EOW
-point "bad JSON and text-only options are refused with the byte" "$want" "$out"
+point "bad JSON (json-c's reason) and text-only options are refused with the byte" "$want" "$out"
 
 # svg_ok FILE ROWS NAMES...: well-formed, ROWS rows, each name, the legend.
 svg_ok() {
