@@ -24,12 +24,19 @@
  */
 #include "schedule.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
+
+extern char **environ;
 
 const char *const sched_kind_name[SK_COUNT] = {
     "inline", "wait-inlined", "pool", "stolen", "drained", "batch-wait", "asleep", "idle",
@@ -118,8 +125,8 @@ double sched_busy(const struct sched_thread *t)
 }
 
 /* By start, outer first at a tie. A parked span's depth is the number of
- * tasks it holds, so it comes after them at a tie: svg.c draws in this
- * order, and its hatch must lie over them. */
+ * tasks it holds, so it comes after them at a tie: the picture draws in
+ * this order, and its hatch must lie over them. */
 static int cmp_start(const void *a, const void *b)
 {
     const struct sched_slice *x = a, *y = b;
@@ -456,6 +463,128 @@ int sched_read_json(struct sched *s, const char *buf, size_t len)
     sched_b_finish(b); /* on an error too: it frees what it holds */
     json_tokener_free(tok);
     return rc;
+}
+
+/* ---- the model as JSON Lines, and the picture drawn from it ---- */
+
+const char *const sched_mark_name[SM_COUNT] = {"park", "resume"};
+
+/* Writes o as one line and drops it; whether the write went well. */
+static int put_line(FILE *out, json_object *o)
+{
+    int ok = fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), out) >= 0 &&
+             fputc('\n', out) != EOF;
+    json_object_put(o);
+    return ok;
+}
+
+static json_object *jtime(double us)
+{
+    return json_object_new_double(us);
+}
+
+int sched_write_json(const struct sched *s, FILE *out)
+{
+    /* Microseconds with the trace's precision (nanoseconds), whatever the
+     * double's last digits. */
+    json_c_set_serialization_double_format("%.3f", JSON_C_OPTION_GLOBAL);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "schedule", json_object_new_string(s->name));
+    json_object_object_add(o, "threads_cfg", json_object_new_int64((int64_t)s->threads_cfg));
+    json_object_object_add(o, "t_begin", jtime(s->have_time ? s->t_begin : 0));
+    json_object_object_add(o, "t_end", jtime(s->have_time ? s->t_end : 0));
+    int ok = put_line(out, o);
+    for (size_t i = 0; i < s->nthr && ok; i++) {
+        const struct sched_thread *t = &s->thr[i];
+        if (!t->seen)
+            continue;
+        uint64_t tasks = 0;
+        for (size_t k = 0; k < t->n; k++)
+            tasks += t->s[k].kind < SK_SLEEP;
+        o = json_object_new_object();
+        json_object_object_add(o, "thread", json_object_new_int64((int64_t)i));
+        json_object_object_add(o, "name", json_object_new_string(t->name));
+        json_object_object_add(o, "tasks", json_object_new_int64((int64_t)tasks));
+        json_object_object_add(o, "busy", jtime(sched_busy(t)));
+        ok = put_line(out, o);
+        for (size_t k = 0; k < t->n && ok; k++) {
+            const struct sched_slice *x = &t->s[k];
+            char task[48];
+            o = json_object_new_object();
+            json_object_object_add(o, "thread", json_object_new_int64((int64_t)i));
+            json_object_object_add(o, "kind", json_object_new_string(sched_kind_name[x->kind]));
+            json_object_object_add(o, "t0", jtime(x->t0));
+            json_object_object_add(o, "t1", jtime(x->t1));
+            json_object_object_add(o, "depth", json_object_new_int64(x->depth));
+            json_object_object_add(o, "fiber", json_object_new_int64(x->fiber));
+            if (x->kind <= SK_SLEEP) {
+                snprintf(task, sizeof task, "%" PRIu64 ".%" PRIu64, SCHED_TASK_THREAD(x->task),
+                         SCHED_TASK_SEQ(x->task));
+                json_object_object_add(o, "task", json_object_new_string(task));
+            }
+            ok = put_line(out, o);
+        }
+        for (size_t k = 0; k < t->nm && ok; k++) {
+            o = json_object_new_object();
+            json_object_object_add(o, "thread", json_object_new_int64((int64_t)i));
+            json_object_object_add(o, "mark", json_object_new_string(sched_mark_name[t->m[k].kind]));
+            json_object_object_add(o, "t", jtime(t->m[k].t));
+            json_object_object_add(o, "fiber", json_object_new_int64(t->m[k].fiber));
+            ok = put_line(out, o);
+        }
+    }
+    return ok && !ferror(out) ? 0 : -1;
+}
+
+int sched_plot(const struct sched *s, const char *plot, const char *const outs[SCHED_FORMATS])
+{
+    static const char *const opt[SCHED_FORMATS] = {"--png", "--svg", "--pdf"};
+    char *argv[2 + 2 * SCHED_FORMATS];
+    int n = 0, fds[2];
+    argv[n++] = (char *)plot;
+    for (int f = 0; f < SCHED_FORMATS; f++)
+        if (outs[f] != NULL) {
+            argv[n++] = (char *)opt[f];
+            argv[n++] = (char *)outs[f];
+        }
+    argv[n] = NULL;
+    if (pipe(fds) != 0) {
+        fprintf(stderr, "sftrace: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int err = posix_spawn(&pid, plot, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[0]);
+    if (err != 0) {
+        close(fds[1]);
+        fprintf(stderr, "sftrace: cannot run %s: %s; no picture written\n", plot, strerror(err));
+        return -1;
+    }
+    /* A script that stops early (no matplotlib) closes the pipe: that is
+     * its exit status to report, not a signal to die of. */
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    FILE *to = fdopen(fds[1], "w");
+    if (to != NULL) {
+        sched_write_json(s, to);
+        fclose(to);
+    } else {
+        close(fds[1]);
+    }
+    signal(SIGPIPE, old);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "sftrace: waitpid: %s\n", strerror(errno));
+            return -1;
+        }
+    /* The script says why on stderr when it fails. */
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 void sched_free(struct sched *s)
