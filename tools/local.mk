@@ -26,7 +26,7 @@ tools_sftrace_sftrace_LDADD = $(JSONC_LIBS)
 # PATH, and the script says that matplotlib is missing.
 pkglibexec_SCRIPTS = tools/sftrace/sftrace-plot
 CLEANFILES += tools/sftrace/sftrace-plot
-EXTRA_DIST += tools/sftrace/sftrace-plot.py
+EXTRA_DIST += tools/sftrace/sftrace-plot.py tools/sftrace/README.md
 tools/sftrace/sftrace-plot: tools/sftrace/sftrace-plot.py Makefile
 	$(AM_V_GEN)$(MKDIR_P) tools/sftrace && py='$(SF_PYTHON)' && \
 	sed "1s|.*|#!$${py:-/usr/bin/env python3}|" $(srcdir)/tools/sftrace/sftrace-plot.py >$@.tmp && \
