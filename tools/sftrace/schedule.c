@@ -1,7 +1,8 @@
 /*
  * schedule.c - the schedule model of schedule.h, the builder both readers
- * feed it through, the reader of libsf's Chrome JSON trace, and the
- * per-thread summary printed from it.
+ * feed it through, the reader of libsf's Chrome JSON trace, the model
+ * written as JSON Lines and drawn by sftrace-plot, and the per-thread
+ * summary printed from it.
  *
  * The builder (sched_b_*) takes a thread's events in that thread's order:
  * slices begin and end on a stack per fiber (tasks and gets nest per fiber:
