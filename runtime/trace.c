@@ -10,7 +10,8 @@
  * shutdown.
  *
  * Lines are formatted from the event table of trace_format.h: each event's
- * argument spec is parsed once, at open, into argument kinds.
+ * argument spec is parsed once, at open, into argument kinds by
+ * trace_format.h's parser, the one sftrace reads traces with.
  *
  * SF_TRACE=chrome writes the same events as the Chrome Trace Event Format
  * (JSON Array Format, docs/trace-format.md) through the same buffers: the
@@ -36,7 +37,6 @@
 /* The most one event writes: a text line, or up to five JSON objects (two
  * metadata, flow start, slice begin, flow end) of under 200 bytes each. */
 #define LINE_MAX_BYTES 1024
-#define MAX_ARGS 2
 
 bool sf__trace_on;
 static int trace_fd = 2;
@@ -44,8 +44,6 @@ static uint64_t t0_ns;
 /* Written at open, before any other thread traces; read-only after. */
 static bool chrome;
 static int chrome_pid;
-
-enum kind { K_TASK, K_THREAD, K_COUNT, K_HOW, K_KEY };
 
 static const char *const event_name[SF__EV_COUNT] = {
 #define NAME(id, name, args, meaning) name,
@@ -63,43 +61,17 @@ static const char *const how_name[SF__HOW_COUNT] = {
 #undef HOW
 };
 
-static struct {
-    int nargs;
-    enum kind kind[MAX_ARGS];
-    char key[MAX_ARGS][16]; /* "threads=" for key=count */
-} layout[SF__EV_COUNT];
+/* Each event's columns, from its spec (sf__trace_parse_spec). */
+static struct sf__trace_args layout[SF__EV_COUNT];
 
-/* Parses every spec of trace_format.h. A spec this file cannot write is a
- * bug in that header, caught by the first traced run of the test suite. */
+/* Parses every spec of trace_format.h. A spec the parser refuses is a bug
+ * in that header, caught by the first traced run of the test suite. */
 static void parse_specs(void)
 {
     for (int e = 0; e < SF__EV_COUNT; e++) {
-        const char *p = event_spec[e];
-        layout[e].nargs = 0;
-        while (*p != '\0') {
-            size_t n = strcspn(p, " ");
-            int i = layout[e].nargs++;
-            SF__ASSERT(i < MAX_ARGS, "event %s: too many arguments", event_name[e]);
-            const char *eq = memchr(p, '=', n);
-            if (eq != NULL) {
-                size_t k = (size_t)(eq - p) + 1;
-                SF__ASSERT(k < sizeof layout[e].key[i], "event %s: long key", event_name[e]);
-                memcpy(layout[e].key[i], p, k);
-                layout[e].key[i][k] = '\0';
-                layout[e].kind[i] = K_KEY;
-            } else if (n == 4 && memcmp(p, "task", 4) == 0) {
-                layout[e].kind[i] = K_TASK;
-            } else if (n == 6 && memcmp(p, "thread", 6) == 0) {
-                layout[e].kind[i] = K_THREAD;
-            } else if (n == 3 && memcmp(p, "how", 3) == 0) {
-                layout[e].kind[i] = K_HOW;
-            } else {
-                layout[e].kind[i] = K_COUNT;
-            }
-            p += n;
-            while (*p == ' ')
-                p++;
-        }
+        int bad = sf__trace_parse_spec(event_spec[e], &layout[e]);
+        SF__ASSERT(bad == 0, "event %s: bad argument spec", event_name[e]);
+        (void)bad;
     }
 }
 
@@ -342,21 +314,21 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
     int n = snprintf(p, LINE_MAX_BYTES, "%d\t%lld\t%d\t%llu.%03llu\t%s", t->id, queued(),
                      asleep(), (unsigned long long)(ns / 1000000),
                      (unsigned long long)(ns / 1000 % 1000), event_name[ev]);
-    uint64_t arg[MAX_ARGS] = {a, b};
-    for (int i = 0; i < layout[ev].nargs; i++) {
+    uint64_t arg[SF__TRACE_MAX_ARGS] = {a, b};
+    for (int i = 0; i < layout[ev].n; i++) {
         char *o = p + n;
         size_t room = LINE_MAX_BYTES - (size_t)n;
         switch (layout[ev].kind[i]) {
-        case K_TASK:
+        case SF__TK_TASK:
             n += snprintf(o, room, "\t%d.%llu", sf__tag_thread(arg[i]),
                           (unsigned long long)sf__tag_seq(arg[i]));
             break;
-        case K_THREAD: n += snprintf(o, room, "\t%d", (int)arg[i]); break;
-        case K_HOW: n += snprintf(o, room, "\t%s", how_name[arg[i]]); break;
-        case K_KEY:
+        case SF__TK_THREAD: n += snprintf(o, room, "\t%d", (int)arg[i]); break;
+        case SF__TK_HOW: n += snprintf(o, room, "\t%s", how_name[arg[i]]); break;
+        case SF__TK_KEY:
             n += snprintf(o, room, "\t%s%llu", layout[ev].key[i], (unsigned long long)arg[i]);
             break;
-        case K_COUNT: n += snprintf(o, room, "\t%llu", (unsigned long long)arg[i]); break;
+        case SF__TK_COUNT: n += snprintf(o, room, "\t%llu", (unsigned long long)arg[i]); break;
         }
     }
     p[n++] = '\n';

@@ -4,8 +4,8 @@
  * (tools/sftrace). docs/trace-format.md describes the same table; sftrace
  * --events prints it from here and tools/sftrace/test.sh compares the two.
  *
- * Freestanding: no runtime type, no libc beyond what X-macros need, so a
- * tool can include it without linking libsf.
+ * Freestanding: no runtime type, no libc beyond <stddef.h>, so a tool can
+ * include it without linking libsf.
  *
  * A trace is a header line, SF_TRACE_HEADER, then one line per event:
  *
@@ -27,6 +27,8 @@
  */
 #ifndef SF_TRACE_FORMAT_H
 #define SF_TRACE_FORMAT_H
+
+#include <stddef.h>
 
 #define SF_TRACE_HEADER "Thread\tQueue\tAsleep\tTime\tMessage..."
 
@@ -74,5 +76,84 @@
     X(STEAL, "steal", "run by a blocked get, helping, on a fiber it parked on")           \
     X(DRAIN, "drain", "run by `sf_shutdown`")                                             \
     X(WAIT, "wait", "run by `sf_batch_wait`, helping its batch")
+
+/*
+ * The one parser of the argument specs above, shared by the runtime that
+ * writes traces (runtime/trace.c) and sftrace that reads them: both take an
+ * event's columns from the same parse, so they cannot read a spec
+ * differently. Static inline and without libc, like the rest of this
+ * header.
+ */
+
+/* The argument kinds of the top comment. */
+enum sf__trace_kind {
+    SF__TK_TASK,   /* task */
+    SF__TK_THREAD, /* thread */
+    SF__TK_COUNT,  /* count */
+    SF__TK_HOW,    /* how */
+    SF__TK_KEY,    /* key=count */
+};
+
+/* The most arguments an event has; a spec with more is refused. */
+#define SF__TRACE_MAX_ARGS 2
+/* Room for a key with its '=' and the NUL ("threads=", "drained="). */
+#define SF__TRACE_KEY_SIZE 16
+
+struct sf__trace_args {
+    int n;
+    enum sf__trace_kind kind[SF__TRACE_MAX_ARGS];
+    char key[SF__TRACE_MAX_ARGS][SF__TRACE_KEY_SIZE]; /* SF__TK_KEY: "threads=" */
+};
+
+/* Whether the n bytes at p are the word w. */
+static inline int sf__trace_word_is(const char *p, size_t n, const char *w)
+{
+    size_t i = 0;
+    while (i < n && w[i] != '\0' && p[i] == w[i])
+        i++;
+    return i == n && w[i] == '\0';
+}
+
+/*
+ * Parses spec, a space-separated list of argument kinds, into *out.
+ * Returns 0, or -1 when a word is no kind, a key is empty or too long, or
+ * there are more than SF__TRACE_MAX_ARGS words: a bug in this header, which
+ * each caller stops on.
+ */
+static inline int sf__trace_parse_spec(const char *spec, struct sf__trace_args *out)
+{
+    const char *p = spec;
+    out->n = 0;
+    while (*p != '\0') {
+        size_t n = 0;
+        while (p[n] != '\0' && p[n] != ' ')
+            n++;
+        if (n == 0 || out->n == SF__TRACE_MAX_ARGS)
+            return -1;
+        int i = out->n++;
+        size_t eq = 0;
+        while (eq < n && p[eq] != '=')
+            eq++;
+        if (sf__trace_word_is(p, n, "task")) {
+            out->kind[i] = SF__TK_TASK;
+        } else if (sf__trace_word_is(p, n, "thread")) {
+            out->kind[i] = SF__TK_THREAD;
+        } else if (sf__trace_word_is(p, n, "count")) {
+            out->kind[i] = SF__TK_COUNT;
+        } else if (sf__trace_word_is(p, n, "how")) {
+            out->kind[i] = SF__TK_HOW;
+        } else if (eq > 0 && eq + 1 < SF__TRACE_KEY_SIZE &&
+                   sf__trace_word_is(p + eq, n - eq, "=count")) {
+            out->kind[i] = SF__TK_KEY;
+            for (size_t k = 0; k <= eq; k++)
+                out->key[i][k] = p[k];
+            out->key[i][eq + 1] = '\0';
+        } else {
+            return -1;
+        }
+        p += n + (p[n] == ' ');
+    }
+    return 0;
+}
 
 #endif /* SF_TRACE_FORMAT_H */

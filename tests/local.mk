@@ -229,9 +229,9 @@ check-local:
 	@echo "make check: the tests were disabled at configure time (--disable-tests); install Check and configure again" >&2; exit 1
 endif
 
-# SF_TRACE=chrome: the JSON trace, parsed by the test's own strict parser.
+# SF_TRACE=chrome: the JSON trace, parsed by json-c in its strict mode.
 check_PROGRAMS += tests/test_trace_chrome
 TESTS += tests/test_trace_chrome
 tests_test_trace_chrome_SOURCES = tests/test_trace_chrome.c tests/testutil.c tests/testutil.h
-tests_test_trace_chrome_LDADD = libsf.la $(CHECK_LIBS) -lm
-tests_test_trace_chrome_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_trace_chrome_LDADD = libsf.la $(CHECK_LIBS) $(JSONC_LIBS) -lm
+tests_test_trace_chrome_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(JSONC_CFLAGS)

@@ -3,7 +3,7 @@
  * Format JSON (docs/trace-format.md) that viewers can load, whatever the
  * threads did.
  *
- * The test parses each trace with its own strict JSON parser (RFC 8259: one
+ * The test parses each trace with json-c in its strict mode (RFC 8259: one
  * value, no trailing commas, no comments, escapes and numbers by the
  * grammar) and checks, for workloads with nesting, pool workers, sleeping
  * getters and threads that libsf did not start, at SF_THREADS 1, 2 and 4:
@@ -24,6 +24,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,281 +35,54 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- a strict JSON parser into a small tree ---- */
+#include <json-c/json.h>
 
-enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+/* ---- reading the JSON, with json-c ---- */
 
-struct jv {
-    enum jt t;
-    double num;        /* J_NUM; J_BOOL: 0 or 1 */
-    char *str;         /* J_STR */
-    size_t n;          /* J_ARR, J_OBJ: elements */
-    struct jv *items;  /* J_ARR, J_OBJ: values */
-    char **keys;       /* J_OBJ */
-};
-
-struct jp {
-    const char *s;
-    size_t i;
-    const char *err; /* the first error, or NULL */
-    size_t err_at;
-};
-
-static void jfail(struct jp *p, const char *why)
+/* Parses text as exactly one JSON value, strictly (RFC 8259: no trailing
+ * commas, numbers and escapes by the grammar); fails the test, quoting
+ * where, unless it is valid. */
+static json_object *jparse(const char *text, const char *what)
 {
-    if (p->err == NULL) {
-        p->err = why;
-        p->err_at = p->i;
-    }
-}
-
-static void jws(struct jp *p)
-{
-    while (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')
-        p->i++;
-}
-
-static int jhex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* A string at p->i (the opening quote); returns it malloc'd, ASCII escapes
- * decoded (\u of a non-ASCII code point is kept as '?': the test needs no
- * more), or NULL on error. */
-static char *jstring(struct jp *p)
-{
-    size_t cap = 16, n = 0;
-    char *o = malloc(cap);
-    ck_assert_ptr_nonnull(o);
-    p->i++;
-    for (;;) {
-        unsigned char c = (unsigned char)p->s[p->i];
-        if (c == '\0') {
-            jfail(p, "unterminated string");
-            free(o);
-            return NULL;
-        }
-        if (c < 0x20) {
-            jfail(p, "control character in a string");
-            free(o);
-            return NULL;
-        }
-        p->i++;
-        if (c == '"')
-            break;
-        if (c == '\\') {
-            char e = p->s[p->i++];
-            switch (e) {
-            case '"': case '\\': case '/': c = (unsigned char)e; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
-            case 'n': c = '\n'; break;
-            case 'r': c = '\r'; break;
-            case 't': c = '\t'; break;
-            case 'u': {
-                int v = 0;
-                for (int k = 0; k < 4; k++) {
-                    int h = jhex(p->s[p->i]);
-                    if (h < 0) {
-                        jfail(p, "bad \\u escape");
-                        free(o);
-                        return NULL;
-                    }
-                    v = v * 16 + h;
-                    p->i++;
-                }
-                c = v < 0x80 ? (unsigned char)v : '?';
-                break;
-            }
-            default:
-                jfail(p, "bad escape");
-                free(o);
-                return NULL;
-            }
-        }
-        if (n + 2 > cap)
-            ck_assert_ptr_nonnull(o = realloc(o, cap *= 2));
-        o[n++] = (char)c;
-    }
-    o[n] = '\0';
-    return o;
-}
-
-/* A number by the JSON grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static bool jnumber(struct jp *p, double *out)
-{
-    size_t b = p->i;
-    const char *s = p->s;
-    if (s[p->i] == '-')
-        p->i++;
-    if (s[p->i] == '0')
-        p->i++;
-    else if (s[p->i] >= '1' && s[p->i] <= '9')
-        while (s[p->i] >= '0' && s[p->i] <= '9')
-            p->i++;
-    else
-        return jfail(p, "bad number"), false;
-    if (s[p->i] == '.') {
-        p->i++;
-        if (!(s[p->i] >= '0' && s[p->i] <= '9'))
-            return jfail(p, "bad fraction"), false;
-        while (s[p->i] >= '0' && s[p->i] <= '9')
-            p->i++;
-    }
-    if (s[p->i] == 'e' || s[p->i] == 'E') {
-        p->i++;
-        if (s[p->i] == '+' || s[p->i] == '-')
-            p->i++;
-        if (!(s[p->i] >= '0' && s[p->i] <= '9'))
-            return jfail(p, "bad exponent"), false;
-        while (s[p->i] >= '0' && s[p->i] <= '9')
-            p->i++;
-    }
-    *out = strtod(s + b, NULL);
-    return true;
-}
-
-static bool jvalue(struct jp *p, struct jv *v, int depth);
-
-/* An array or object at p->i (its opening bracket). */
-static bool jcontainer(struct jp *p, struct jv *v, int depth, bool obj)
-{
-    size_t cap = 0;
-    v->t = obj ? J_OBJ : J_ARR;
-    p->i++;
-    jws(p);
-    if (p->s[p->i] == (obj ? '}' : ']')) {
-        p->i++;
-        return true;
-    }
-    for (;;) {
-        if (v->n == cap) {
-            cap = cap ? cap * 2 : 8;
-            ck_assert_ptr_nonnull(v->items = realloc(v->items, cap * sizeof *v->items));
-            if (obj)
-                ck_assert_ptr_nonnull(v->keys = realloc(v->keys, cap * sizeof *v->keys));
-        }
-        jws(p);
-        if (obj) {
-            if (p->s[p->i] != '"')
-                return jfail(p, "object key is not a string"), false;
-            if ((v->keys[v->n] = jstring(p)) == NULL)
-                return false;
-            jws(p);
-            if (p->s[p->i] != ':')
-                return jfail(p, "no ':' after a key"), false;
-            p->i++;
-        }
-        memset(&v->items[v->n], 0, sizeof v->items[0]);
-        if (!jvalue(p, &v->items[v->n], depth + 1))
-            return false;
-        v->n++;
-        jws(p);
-        char c = p->s[p->i];
-        if (c == ',') {
-            p->i++;
-            continue;
-        }
-        if (c == (obj ? '}' : ']')) {
-            p->i++;
-            return true;
-        }
-        return jfail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'"), false;
-    }
-}
-
-static bool jvalue(struct jp *p, struct jv *v, int depth)
-{
-    if (depth > 64)
-        return jfail(p, "nested too deep"), false;
-    jws(p);
-    const char *s = p->s + p->i;
-    switch (*s) {
-    case '{': return jcontainer(p, v, depth, true);
-    case '[': return jcontainer(p, v, depth, false);
-    case '"': v->t = J_STR; return (v->str = jstring(p)) != NULL;
-    case 't':
-        if (strncmp(s, "true", 4) != 0)
-            break;
-        p->i += 4, v->t = J_BOOL, v->num = 1;
-        return true;
-    case 'f':
-        if (strncmp(s, "false", 5) != 0)
-            break;
-        p->i += 5, v->t = J_BOOL, v->num = 0;
-        return true;
-    case 'n':
-        if (strncmp(s, "null", 4) != 0)
-            break;
-        p->i += 4, v->t = J_NULL;
-        return true;
-    default:
-        if (*s == '-' || (*s >= '0' && *s <= '9')) {
-            v->t = J_NUM;
-            return jnumber(p, &v->num);
-        }
-    }
-    return jfail(p, "not a JSON value"), false;
-}
-
-static void jfree(struct jv *v)
-{
-    for (size_t k = 0; k < v->n; k++) {
-        jfree(&v->items[k]);
-        if (v->t == J_OBJ)
-            free(v->keys[k]);
-    }
-    free(v->items);
-    free(v->keys);
-    free(v->str);
-}
-
-/* Parses text as exactly one JSON value; fails the test, quoting where,
- * unless it is valid. */
-static struct jv jparse(const char *text, const char *what)
-{
-    struct jp p = {text, 0, NULL, 0};
-    struct jv v;
-    memset(&v, 0, sizeof v);
-    if (jvalue(&p, &v, 0)) {
-        jws(&p);
-        if (p.s[p.i] != '\0')
-            jfail(&p, "text after the JSON value");
-    }
-    ck_assert_msg(p.err == NULL, "%s is not valid JSON: %s at byte %zu: \"%.60s\"", what, p.err,
-                  p.err_at, text + p.err_at);
+    json_tokener *tok = json_tokener_new();
+    ck_assert_ptr_nonnull(tok);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    size_t n = strlen(text);
+    ck_assert_uint_lt(n, INT_MAX);
+    /* The terminating NUL too: it tells json-c the input ends there. */
+    json_object *v = json_tokener_parse_ex(tok, text, (int)n + 1);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t at = json_tokener_get_parse_end(tok);
+    ck_assert_msg(v != NULL && e == json_tokener_success, "%s is not valid JSON: %s at byte %zu: \"%.60s\"",
+                  what, json_tokener_error_desc(e), at, text + (at < n ? at : n));
+    json_tokener_free(tok);
     return v;
 }
 
-static const struct jv *jget(const struct jv *o, const char *key)
+static json_object *jget(json_object *o, const char *key)
 {
-    if (o == NULL || o->t != J_OBJ)
+    json_object *v;
+    if (o == NULL || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, key, &v))
         return NULL;
-    for (size_t k = 0; k < o->n; k++)
-        if (strcmp(o->keys[k], key) == 0)
-            return &o->items[k];
-    return NULL;
+    return v;
 }
 
-static const char *jstr(const struct jv *o, const char *key)
+static const char *jstr(json_object *o, const char *key)
 {
-    const struct jv *v = jget(o, key);
-    return v != NULL && v->t == J_STR ? v->str : NULL;
+    json_object *v = jget(o, key);
+    return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                 : NULL;
 }
 
 /* o[key] as a number; fails the test unless it is one. */
-static double jnum(const struct jv *o, const char *key, size_t ev)
+static double jnum(json_object *o, const char *key, size_t ev)
 {
-    const struct jv *v = jget(o, key);
-    ck_assert_msg(v != NULL && v->t == J_NUM, "event %zu: \"%s\" is not a number", ev, key);
-    return v->num;
+    json_object *v = jget(o, key);
+    ck_assert_msg(v != NULL && (json_object_is_type(v, json_type_int) ||
+                                json_object_is_type(v, json_type_double)),
+                  "event %zu: \"%s\" is not a number", ev, key);
+    return json_object_get_double(v);
 }
 
 /* ---- the checks ---- */
@@ -361,12 +135,13 @@ static struct flow *flow_of(struct flow *fl, size_t *nfl, double id)
 
 /* Checks every rule of the top comment on the parsed trace; `closed`: the
  * runtime shut down (no slice may be left open). */
-static struct tally check_trace(const struct jv *root, bool closed)
+static struct tally check_trace(json_object *root, bool closed)
 {
     struct tally t;
     memset(&t, 0, sizeof t);
-    ck_assert_msg(root->t == J_ARR, "the trace is not a JSON array");
-    ck_assert_uint_gt(root->n, 0);
+    ck_assert_msg(json_object_is_type(root, json_type_array), "the trace is not a JSON array");
+    size_t nev = json_object_array_length(root);
+    ck_assert_uint_gt(nev, 0);
     /* Per thread: the open slices (event index; task or not), the last
      * time of a slice event, whether it is named. */
     static size_t open[MAX_TID][4096];
@@ -381,9 +156,9 @@ static struct tally check_trace(const struct jv *root, bool closed)
     size_t nfl = 0;
     ntracks = 0;
     pid_t pid = 0;
-    for (size_t e = 0; e < root->n; e++) {
-        const struct jv *ev = &root->items[e];
-        ck_assert_msg(ev->t == J_OBJ, "event %zu is not an object", e);
+    for (size_t e = 0; e < nev; e++) {
+        json_object *ev = json_object_array_get_idx(root, e);
+        ck_assert_msg(json_object_is_type(ev, json_type_object), "event %zu is not an object", e);
         const char *ph = jstr(ev, "ph");
         ck_assert_msg(ph != NULL && strlen(ph) == 1, "event %zu: no one-letter \"ph\"", e);
         double dpid = jnum(ev, "pid", e), dtid = jnum(ev, "tid", e);
@@ -433,7 +208,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
                 /* Right inside the slice of its task, begun at its time. */
                 ck_assert_msg(nopen[tid] > 0 && open_task[tid][nopen[tid] - 1],
                               "event %zu: a flow end outside a task slice", e);
-                const struct jv *b = &root->items[open[tid][nopen[tid] - 1]];
+                json_object *b = json_object_array_get_idx(root, open[tid][nopen[tid] - 1]);
                 ck_assert_msg(jnum(b, "ts", e) == ts, "event %zu: flow end not at its slice", e);
                 unsigned qt = 0;
                 unsigned long long seq = 0;
@@ -450,7 +225,7 @@ static struct tally check_trace(const struct jv *root, bool closed)
         if (*ph == 'B') {
             const char *cat = jstr(ev, "cat"), *name = jstr(ev, "name");
             ck_assert_msg(cat != NULL && name != NULL, "event %zu: B without cat or name", e);
-            const struct jv *args = jget(ev, "args");
+            json_object *args = jget(ev, "args");
             bool task = strcmp(cat, "task") == 0;
             if (task) {
                 int k = 0;
@@ -601,8 +376,8 @@ START_TEST(chrome_workload)
     char *text = tu_read_file(path);
     ck_assert_ptr_nonnull(text);
     ck_assert_msg(text[0] == '[', "the trace does not open the array");
-    struct jv root = jparse(text, path);
-    struct tally t = check_trace(&root, true);
+    json_object *root = jparse(text, path);
+    struct tally t = check_trace(root, true);
     ck_assert_uint_eq(t.tasks, s.created);
     ck_assert_uint_eq(t.tasks, s.run_inline + s.run_pool + s.run_stolen);
     ck_assert_uint_eq(t.kind[0] + t.kind[1], s.run_inline);
@@ -630,7 +405,7 @@ START_TEST(chrome_workload)
     /* The last event closes the array on its own line. */
     size_t n = strlen(text);
     ck_assert_msg(n >= 2 && strcmp(text + n - 2, "]\n") == 0, "the trace does not end in ]");
-    jfree(&root);
+    json_object_put(root);
     free(text);
     unlink(path);
 }
@@ -657,11 +432,11 @@ START_TEST(chrome_from_config_with_drain)
     sf_shutdown();
     char *text = tu_read_file(path);
     ck_assert_ptr_nonnull(text);
-    struct jv root = jparse(text, path);
-    struct tally t = check_trace(&root, true);
+    json_object *root = jparse(text, path);
+    struct tally t = check_trace(root, true);
     ck_assert_uint_eq(t.tasks, 1 + tu_fib_tasks(10) + 1);
     ck_assert_uint_eq(t.kind[4], 1);
-    jfree(&root);
+    json_object_put(root);
     free(text);
     unlink(path);
 }
@@ -710,9 +485,9 @@ START_TEST(chrome_exit_without_shutdown)
     ck_assert_ptr_nonnull(closed);
     memcpy(closed, text, n);
     memcpy(closed + n, "]", 2);
-    struct jv root = jparse(closed, "the trace plus \"]\"");
-    (void)check_trace(&root, false);
-    jfree(&root);
+    json_object *root = jparse(closed, "the trace plus \"]\"");
+    (void)check_trace(root, false);
+    json_object_put(root);
     free(closed);
     free(text);
     unlink(path);

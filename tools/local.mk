@@ -7,12 +7,30 @@
 # refuses '+=' on a variable nobody set. Anything else installed as a program
 # must be added here with '+=' after this line.
 bin_PROGRAMS = tools/sftrace/sftrace
-# sftrace takes the trace format from the runtime's trace_format.h, a
-# freestanding header of macros (no libsf code, nothing to link); it is
-# listed in SOURCES so that `make dist` ships it with sftrace.
+# sftrace takes the trace format, and the parser of its argument specs, from
+# the runtime's trace_format.h, a freestanding header (macros and one static
+# inline function: nothing to link); it is listed in SOURCES so that `make
+# dist` ships it with sftrace.
 tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
-	tools/sftrace/schedule.h tools/sftrace/schedule.c tools/sftrace/svg.c
-tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
+	tools/sftrace/schedule.h tools/sftrace/schedule.c
+# sftrace runs sftrace-plot from next to itself when run by a path that has
+# one (the build tree), else from where `make install` puts it.
+tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime \
+	-DSFTRACE_PLOT='"$(pkglibexecdir)/sftrace-plot"'
+tools_sftrace_sftrace_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tools_sftrace_sftrace_LDADD = $(JSONC_LIBS)
+
+# sftrace-plot draws the schedule that sftrace writes as JSON Lines, with
+# matplotlib: sftrace-plot.py with the python3 configure found (SF_PYTHON,
+# the one with matplotlib) in its first line; without one, the python3 on
+# PATH, and the script says that matplotlib is missing.
+pkglibexec_SCRIPTS = tools/sftrace/sftrace-plot
+CLEANFILES += tools/sftrace/sftrace-plot
+EXTRA_DIST += tools/sftrace/sftrace-plot.py tools/sftrace/README.md
+tools/sftrace/sftrace-plot: tools/sftrace/sftrace-plot.py Makefile
+	$(AM_V_GEN)$(MKDIR_P) tools/sftrace && py='$(SF_PYTHON)' && \
+	sed "1s|.*|#!$${py:-/usr/bin/env python3}|" $(srcdir)/tools/sftrace/sftrace-plot.py >$@.tmp && \
+	chmod +x $@.tmp && mv $@.tmp $@
 
 # The test compares sftrace's output on a hand-written trace with the output
 # worked out by hand, and docs/trace-format.md's tables with sftrace --events;
@@ -25,6 +43,8 @@ EXTRA_DIST += \
 	tools/sftrace/sample.counts \
 	tools/sftrace/sample.json \
 	tools/sftrace/sample.json.expected \
+	tools/sftrace/sample.schedule \
+	tools/sftrace/sample.json.schedule \
 	docs/trace-format.md
 
 # The layering of runtime/ (ARCHITECTURE.md's table), proved on the objects

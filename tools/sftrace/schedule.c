@@ -1,7 +1,8 @@
 /*
  * schedule.c - the schedule model of schedule.h, the builder both readers
- * feed it through, the reader of libsf's Chrome JSON trace, and the
- * per-thread summary printed from it.
+ * feed it through, the reader of libsf's Chrome JSON trace, the model
+ * written as JSON Lines and drawn by sftrace-plot, and the per-thread
+ * summary printed from it.
  *
  * The builder (sched_b_*) takes a thread's events in that thread's order:
  * slices begin and end on a stack per fiber (tasks and gets nest per fiber:
@@ -12,9 +13,8 @@
  * fiber its own track) give the same model. What is still open when the
  * trace ends (a process that exited without sf_shutdown) ends there.
  *
- * The JSON reader is a strict recursive-descent parser (RFC 8259 grammar:
- * strings, escapes, numbers, no trailing commas) that keeps only what the
- * model needs from each event object and skips the rest. It relies on what
+ * The JSON reader parses each event object with json-c (strict RFC 8259)
+ * and keeps what the model needs from it. It relies on what
  * libsf's writer guarantees (runtime/trace.c, docs/trace-format.md): the
  * slice events (B/E) and instants (i) of one thread, on all its fibers'
  * tracks, appear in the file in that thread's order, so a per-fiber stack
@@ -25,9 +25,19 @@
  */
 #include "schedule.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+extern char **environ;
 
 const char *const sched_kind_name[SK_COUNT] = {
     "inline", "wait-inlined", "pool", "stolen", "drained", "batch-wait", "asleep", "idle",
@@ -116,8 +126,8 @@ double sched_busy(const struct sched_thread *t)
 }
 
 /* By start, outer first at a tie. A parked span's depth is the number of
- * tasks it holds, so it comes after them at a tie: svg.c draws in this
- * order, and its hatch must lie over them. */
+ * tasks it holds, so it comes after them at a tie: the picture draws in
+ * this order, and its hatch must lie over them. */
 static int cmp_start(const void *a, const void *b)
 {
     const struct sched_slice *x = a, *y = b;
@@ -294,244 +304,33 @@ void sched_b_finish(struct sched_build *b)
 
 /* ---- the JSON reader ---- */
 
-struct jr {
-    const char *s;
-    size_t i, len;
-    const char *name;
-    int failed;
-};
+/* A track's tid: fiber << 17 | thread (docs/trace-format.md). */
+#define FIBER_SHIFT 17
 
-/* What one event object says, of what the model reads. */
-struct jev {
-    char ph[4], name[32], cat[16], task[32], kind[16], tname[32];
-    double tid, ts, threads;
-    int has_tid, has_ts, has_threads;
-};
-
-static int jerr(struct jr *r, const char *why)
+static int jerr(const struct sched *s, size_t at, const char *why)
 {
-    if (!r->failed)
-        fprintf(stderr, "sftrace: %s: byte %zu: %s\n", r->name, r->i, why);
-    r->failed = 1;
+    fprintf(stderr, "sftrace: %s: byte %zu: %s\n", s->name, at, why);
     return -1;
 }
 
-static void jws(struct jr *r)
+/* o[key] if it is a string, else "". */
+static const char *jstr(json_object *o, const char *key)
 {
-    while (r->i < r->len &&
-           (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' || r->s[r->i] == '\r'))
-        r->i++;
+    json_object *v;
+    if (o != NULL && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+        return json_object_get_string(v);
+    return "";
 }
 
-static int is_hex(char c)
+/* o[key] into *out if it is a number; whether it is. */
+static int jnum(json_object *o, const char *key, double *out)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* A string at r->i (its quote); its first size-1 bytes (ASCII escapes
- * decoded) go to out when out is not NULL. */
-static int jstring(struct jr *r, char *out, size_t size)
-{
-    size_t n = 0;
-    r->i++;
-    for (;;) {
-        if (r->i >= r->len)
-            return jerr(r, "unterminated string");
-        unsigned char c = (unsigned char)r->s[r->i++];
-        if (c == '"')
-            break;
-        if (c < 0x20)
-            return jerr(r, "control character in a string");
-        if (c == '\\') {
-            if (r->i >= r->len)
-                return jerr(r, "unterminated string");
-            char e = r->s[r->i++];
-            if (e == 'u') {
-                for (int k = 0; k < 4; k++, r->i++)
-                    if (r->i >= r->len || !is_hex(r->s[r->i]))
-                        return jerr(r, "bad \\u escape");
-                c = '?';
-            } else if (strchr("\"\\/bfnrt", e) != NULL && e != '\0') {
-                c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
-                  : e == 'f' ? '\f' : (unsigned char)e;
-            } else {
-                return jerr(r, "bad escape in a string");
-            }
-        }
-        if (out != NULL && n + 1 < size)
-            out[n++] = (char)c;
-    }
-    if (out != NULL)
-        out[n] = '\0';
-    return 0;
-}
-
-static int digit(struct jr *r)
-{
-    return r->i < r->len && r->s[r->i] >= '0' && r->s[r->i] <= '9';
-}
-
-static int jnumber(struct jr *r, double *out)
-{
-    size_t b = r->i;
-    if (r->i < r->len && r->s[r->i] == '-')
-        r->i++;
-    if (r->i < r->len && r->s[r->i] == '0')
-        r->i++;
-    else if (digit(r))
-        while (digit(r))
-            r->i++;
-    else
-        return jerr(r, "not a JSON value");
-    if (r->i < r->len && r->s[r->i] == '.') {
-        r->i++;
-        if (!digit(r))
-            return jerr(r, "bad number: no digit after '.'");
-        while (digit(r))
-            r->i++;
-    }
-    if (r->i < r->len && (r->s[r->i] == 'e' || r->s[r->i] == 'E')) {
-        r->i++;
-        if (r->i < r->len && (r->s[r->i] == '+' || r->s[r->i] == '-'))
-            r->i++;
-        if (!digit(r))
-            return jerr(r, "bad number: no digit in the exponent");
-        while (digit(r))
-            r->i++;
-    }
-    if (out != NULL)
-        *out = strtod(r->s + b, NULL);
-    return 0;
-}
-
-static int jvalue(struct jr *r, int depth, struct jev *ev, int in_args);
-
-/* An object at r->i. ev: the event being read (depth 1) or its args
- * (in_args), NULL when the object is skipped. */
-static int jobject(struct jr *r, int depth, struct jev *ev, int in_args)
-{
-    r->i++;
-    jws(r);
-    if (r->i < r->len && r->s[r->i] == '}') {
-        r->i++;
+    json_object *v;
+    if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
+        !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return 0;
-    }
-    for (;;) {
-        jws(r);
-        if (r->i >= r->len || r->s[r->i] != '"')
-            return jerr(r, "expected a key");
-        char key[16];
-        if (jstring(r, key, sizeof key) < 0)
-            return -1;
-        jws(r);
-        if (r->i >= r->len || r->s[r->i] != ':')
-            return jerr(r, "expected ':'");
-        r->i++;
-        jws(r);
-        char *str = NULL;
-        size_t size = 0;
-        double *num = NULL;
-        int *has = NULL;
-        int args = 0;
-        if (ev != NULL && !in_args) {
-            if (strcmp(key, "ph") == 0)
-                str = ev->ph, size = sizeof ev->ph;
-            else if (strcmp(key, "name") == 0)
-                str = ev->name, size = sizeof ev->name;
-            else if (strcmp(key, "cat") == 0)
-                str = ev->cat, size = sizeof ev->cat;
-            else if (strcmp(key, "tid") == 0)
-                num = &ev->tid, has = &ev->has_tid;
-            else if (strcmp(key, "ts") == 0)
-                num = &ev->ts, has = &ev->has_ts;
-            else if (strcmp(key, "args") == 0)
-                args = 1;
-        } else if (ev != NULL) {
-            if (strcmp(key, "task") == 0)
-                str = ev->task, size = sizeof ev->task;
-            else if (strcmp(key, "kind") == 0)
-                str = ev->kind, size = sizeof ev->kind;
-            else if (strcmp(key, "name") == 0)
-                str = ev->tname, size = sizeof ev->tname;
-            else if (strcmp(key, "threads") == 0)
-                num = &ev->threads, has = &ev->has_threads;
-        }
-        char c = r->i < r->len ? r->s[r->i] : '\0';
-        if (str != NULL && c == '"') {
-            if (jstring(r, str, size) < 0)
-                return -1;
-        } else if (num != NULL && (c == '-' || (c >= '0' && c <= '9'))) {
-            if (jnumber(r, num) < 0)
-                return -1;
-            *has = 1;
-        } else if (args && c == '{') {
-            if (jobject(r, depth + 1, ev, 1) < 0)
-                return -1;
-        } else if (jvalue(r, depth + 1, NULL, 0) < 0) {
-            return -1;
-        }
-        jws(r);
-        if (r->i < r->len && r->s[r->i] == ',') {
-            r->i++;
-            continue;
-        }
-        if (r->i < r->len && r->s[r->i] == '}') {
-            r->i++;
-            return 0;
-        }
-        return jerr(r, "expected ',' or '}'");
-    }
-}
-
-/* Any value, skipped (ev NULL) or, for an object at depth 1, read. */
-static int jvalue(struct jr *r, int depth, struct jev *ev, int in_args)
-{
-    if (depth > 64)
-        return jerr(r, "nested too deep");
-    jws(r);
-    if (r->i >= r->len)
-        return jerr(r, "the input ends inside a value");
-    const char *p = r->s + r->i;
-    size_t left = r->len - r->i;
-    switch (*p) {
-    case '{': return jobject(r, depth, ev, in_args);
-    case '[':
-        r->i++;
-        jws(r);
-        if (r->i < r->len && r->s[r->i] == ']') {
-            r->i++;
-            return 0;
-        }
-        for (;;) {
-            if (jvalue(r, depth + 1, NULL, 0) < 0)
-                return -1;
-            jws(r);
-            if (r->i < r->len && r->s[r->i] == ',') {
-                r->i++;
-                continue;
-            }
-            if (r->i < r->len && r->s[r->i] == ']') {
-                r->i++;
-                return 0;
-            }
-            return jerr(r, "expected ',' or ']'");
-        }
-    case '"': return jstring(r, NULL, 0);
-    case 't':
-        if (left >= 4 && memcmp(p, "true", 4) == 0)
-            return r->i += 4, 0;
-        break;
-    case 'f':
-        if (left >= 5 && memcmp(p, "false", 5) == 0)
-            return r->i += 5, 0;
-        break;
-    case 'n':
-        if (left >= 4 && memcmp(p, "null", 4) == 0)
-            return r->i += 4, 0;
-        break;
-    default: return jnumber(r, NULL);
-    }
-    return jerr(r, "not a JSON value");
+    *out = json_object_get_double(v);
+    return 1;
 }
 
 static uint64_t task_key(const char *name)
@@ -539,111 +338,254 @@ static uint64_t task_key(const char *name)
     unsigned long long t = 0, n = 0;
     if (sscanf(name, "%llu.%llu", &t, &n) != 2)
         return 0;
-    return (t << 40) | (n & ((1ull << 40) - 1));
+    return sched_task(t, n);
 }
 
-/* A track's tid: fiber << 17 | thread (docs/trace-format.md). */
-#define FIBER_SHIFT 17
-
-/* The event ev, read whole: into the model. */
-static int take_event(struct jr *r, struct sched_build *b, const struct jev *ev)
+/* The event ev, which ends at byte `at`, into the model. */
+static int take_event(struct sched_build *b, json_object *ev, size_t at)
 {
     struct sched *s = b->s;
-    if (!ev->has_tid || ev->tid < 0 || ev->tid >= (double)((SCHED_MAX_FIBER + 1) << FIBER_SHIFT) ||
-        ((size_t)ev->tid & ((1u << FIBER_SHIFT) - 1)) > 65535 || ev->ph[0] == '\0' ||
-        ev->ph[1] != '\0')
-        return jerr(r, "an event without a one-letter ph and a tid of a thread 0 to 65535 "
-                       "(fiber << 17 | thread, fiber 0 to 64)");
-    size_t tid = (size_t)ev->tid & ((1u << FIBER_SHIFT) - 1);
-    unsigned fiber = (unsigned)((size_t)ev->tid >> FIBER_SHIFT);
-    char ph = ev->ph[0];
-    if (ph == 'M') {
+    json_object *args = NULL;
+    json_object_object_get_ex(ev, "args", &args);
+    const char *ph = jstr(ev, "ph"), *name = jstr(ev, "name");
+    double dtid, ts;
+    if (!jnum(ev, "tid", &dtid) || dtid < 0 ||
+        dtid >= (double)((SCHED_MAX_FIBER + 1) << FIBER_SHIFT) ||
+        ((size_t)dtid & ((1u << FIBER_SHIFT) - 1)) > 65535 || ph[0] == '\0' || ph[1] != '\0')
+        return jerr(s, at, "an event without a one-letter ph and a tid of a thread 0 to 65535 "
+                           "(fiber << 17 | thread, fiber 0 to 64)");
+    size_t tid = (size_t)dtid & ((1u << FIBER_SHIFT) - 1);
+    unsigned fiber = (unsigned)((size_t)dtid >> FIBER_SHIFT);
+    if (ph[0] == 'M') {
         /* A fiber's track is named after its thread ("worker 1 fiber 2"):
          * the row is the thread's, named by its own track. */
-        if (fiber == 0 && strcmp(ev->name, "thread_name") == 0 && ev->tname[0] != '\0')
-            snprintf(sched_thread(s, tid)->name, sizeof s->thr[0].name, "%s", ev->tname);
+        const char *tname = jstr(args, "name");
+        if (fiber == 0 && strcmp(name, "thread_name") == 0 && tname[0] != '\0')
+            snprintf(sched_thread(s, tid)->name, sizeof s->thr[0].name, "%s", tname);
         return 0;
     }
-    if (ph == 's' || ph == 'f')
+    if (ph[0] == 's' || ph[0] == 'f')
         return 0; /* arrows: not part of the model */
-    if (!ev->has_ts)
-        return jerr(r, "an event without ts");
-    sched_b_event(b, tid, ev->ts);
-    if (ph == 'B') {
+    if (!jnum(ev, "ts", &ts))
+        return jerr(s, at, "an event without ts");
+    sched_b_event(b, tid, ts);
+    if (ph[0] == 'B') {
+        const char *cat = jstr(ev, "cat");
         int k = SK_SLEEP;
-        if (strcmp(ev->cat, "task") == 0) {
+        if (strcmp(cat, "task") == 0) {
             k = 0;
-            while (k < SK_SLEEP && strcmp(sched_kind_name[k], ev->name) != 0)
+            while (k < SK_SLEEP && strcmp(sched_kind_name[k], name) != 0)
                 k++;
             if (k == SK_SLEEP)
-                return jerr(r, "a task slice of an unknown kind");
-        } else if (strcmp(ev->cat, "sleep") != 0) {
+                return jerr(s, at, "a task slice of an unknown kind");
+        } else if (strcmp(cat, "sleep") != 0) {
             k = SK_COUNT; /* a slice sftrace does not know: not drawn, but its E is its */
         }
         /* Its depth is the fiber's stack's, which is what libsf writes as
          * args.depth (each fiber keeps its own). */
-        sched_b_begin(b, tid, fiber, ev->ts, k, task_key(ev->task));
-    } else if (ph == 'E') {
-        if (sched_b_end(b, tid, fiber, ev->ts, SCHED_END_ANY) < 0)
-            return jerr(r, "an E event with no open slice on its track");
-    } else if (ph == 'i' || ph == 'I') {
-        if (strcmp(ev->name, "idle") == 0)
-            sched_b_idle(b, tid, ev->ts);
-        else if (strcmp(ev->name, "park") == 0)
-            sched_b_park(b, tid, fiber, ev->ts);
-        else if (strcmp(ev->name, "resume") == 0) /* on the track of the fiber that runs */
-            sched_b_resume(b, tid, fiber, ev->ts);
-        else if (strcmp(ev->name, "init") == 0 && ev->has_threads)
-            s->threads_cfg = (uint64_t)ev->threads;
+        sched_b_begin(b, tid, fiber, ts, k, task_key(jstr(args, "task")));
+    } else if (ph[0] == 'E') {
+        if (sched_b_end(b, tid, fiber, ts, SCHED_END_ANY) < 0)
+            return jerr(s, at, "an E event with no open slice on its track");
+    } else if (ph[0] == 'i' || ph[0] == 'I') {
+        double threads;
+        if (strcmp(name, "idle") == 0)
+            sched_b_idle(b, tid, ts);
+        else if (strcmp(name, "park") == 0)
+            sched_b_park(b, tid, fiber, ts);
+        else if (strcmp(name, "resume") == 0) /* on the track of the fiber that runs */
+            sched_b_resume(b, tid, fiber, ts);
+        else if (strcmp(name, "init") == 0 && jnum(args, "threads", &threads))
+            s->threads_cfg = (uint64_t)threads;
     }
     return 0;
 }
 
-/* The events of the array at r into the model b builds. */
-static int read_array(struct jr *r, struct sched_build *b)
+static size_t skip_ws(const char *buf, size_t i, size_t len)
 {
-    const char *buf = r->s;
-    size_t len = r->len;
-    jws(r);
-    if (r->i >= len || buf[r->i] != '[')
-        return jerr(r, "a Chrome trace from libsf is a JSON array");
-    r->i++;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The events of the array in buf into the model b builds. json-c parses
+ * each event object on its own, so that a trace of millions of events is
+ * never a tree in memory; between events only the array's '[', ',' and ']'
+ * are read here. */
+static int read_array(struct sched_build *b, json_tokener *tok, const char *buf, size_t len)
+{
+    const struct sched *s = b->s;
+    size_t i = skip_ws(buf, 0, len);
+    if (i >= len || buf[i] != '[')
+        return jerr(s, i, "a Chrome trace from libsf is a JSON array");
+    i++;
     for (int first = 1;; first = 0) {
-        jws(r);
-        if (r->i >= len)
+        i = skip_ws(buf, i, len);
+        if (i >= len)
             return 0; /* no closing bracket: a process that did not shut down */
-        if (buf[r->i] == ']') {
-            r->i++;
-            break;
+        if (buf[i] == ']') {
+            i = skip_ws(buf, i + 1, len);
+            return i < len ? jerr(s, i, "text after the closing ']'") : 0;
         }
         if (!first) {
-            if (buf[r->i] != ',')
-                return jerr(r, "expected ',' or ']'");
-            r->i++;
-            jws(r);
-            if (r->i >= len)
-                return jerr(r, "the input ends after a ','");
+            if (buf[i] != ',')
+                return jerr(s, i, "expected ',' or ']'");
+            i = skip_ws(buf, i + 1, len);
+            if (i >= len)
+                return jerr(s, i, "the input ends after a ','");
         }
-        if (buf[r->i] != '{')
-            return jerr(r, "an event is not an object");
-        struct jev ev;
-        memset(&ev, 0, sizeof ev);
-        if (jobject(r, 1, &ev, 0) < 0 || take_event(r, b, &ev) < 0)
+        json_tokener_reset(tok);
+        size_t left = len - i < INT_MAX ? len - i : INT_MAX;
+        json_object *ev = json_tokener_parse_ex(tok, buf + i, (int)left);
+        enum json_tokener_error e = json_tokener_get_error(tok);
+        i += json_tokener_get_parse_end(tok);
+        if (ev == NULL)
+            return jerr(s, i, e == json_tokener_continue ? "the input ends inside an event"
+                                                         : json_tokener_error_desc(e));
+        int rc = json_object_is_type(ev, json_type_object) ? take_event(b, ev, i)
+                                                           : jerr(s, i, "an event is not an object");
+        json_object_put(ev);
+        if (rc < 0)
             return -1;
     }
-    jws(r);
-    if (r->i < len)
-        return jerr(r, "text after the closing ']'");
-    return 0;
 }
 
 int sched_read_json(struct sched *s, const char *buf, size_t len)
 {
-    struct jr r = {buf, 0, len, s->name, 0};
+    json_tokener *tok = json_tokener_new();
+    if (tok == NULL) {
+        fputs("sftrace: out of memory\n", stderr);
+        exit(1);
+    }
+    /* Strict JSON; what follows an event is the array's, read above. */
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
     struct sched_build *b = sched_b_new(s);
-    int rc = read_array(&r, b);
+    int rc = read_array(b, tok, buf, len);
     sched_b_finish(b); /* on an error too: it frees what it holds */
+    json_tokener_free(tok);
     return rc;
+}
+
+/* ---- the model as JSON Lines, and the picture drawn from it ---- */
+
+const char *const sched_mark_name[SM_COUNT] = {"park", "resume"};
+
+/* Writes o as one line and drops it; whether the write went well. */
+static int put_line(FILE *out, json_object *o)
+{
+    int ok = fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), out) >= 0 &&
+             fputc('\n', out) != EOF;
+    json_object_put(o);
+    return ok;
+}
+
+static json_object *jtime(double us)
+{
+    return json_object_new_double(us);
+}
+
+int sched_write_json(const struct sched *s, FILE *out)
+{
+    /* Microseconds with the trace's precision (nanoseconds), whatever the
+     * double's last digits. */
+    json_c_set_serialization_double_format("%.3f", JSON_C_OPTION_GLOBAL);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "schedule", json_object_new_string(s->name));
+    json_object_object_add(o, "threads_cfg", json_object_new_int64((int64_t)s->threads_cfg));
+    json_object_object_add(o, "t_begin", jtime(s->have_time ? s->t_begin : 0));
+    json_object_object_add(o, "t_end", jtime(s->have_time ? s->t_end : 0));
+    int ok = put_line(out, o);
+    for (size_t i = 0; i < s->nthr && ok; i++) {
+        const struct sched_thread *t = &s->thr[i];
+        if (!t->seen)
+            continue;
+        uint64_t tasks = 0;
+        for (size_t k = 0; k < t->n; k++)
+            tasks += t->s[k].kind < SK_SLEEP;
+        o = json_object_new_object();
+        json_object_object_add(o, "thread", json_object_new_int64((int64_t)i));
+        json_object_object_add(o, "name", json_object_new_string(t->name));
+        json_object_object_add(o, "tasks", json_object_new_int64((int64_t)tasks));
+        json_object_object_add(o, "busy", jtime(sched_busy(t)));
+        ok = put_line(out, o);
+        for (size_t k = 0; k < t->n && ok; k++) {
+            const struct sched_slice *x = &t->s[k];
+            char task[48];
+            o = json_object_new_object();
+            json_object_object_add(o, "thread", json_object_new_int64((int64_t)i));
+            json_object_object_add(o, "kind", json_object_new_string(sched_kind_name[x->kind]));
+            json_object_object_add(o, "t0", jtime(x->t0));
+            json_object_object_add(o, "t1", jtime(x->t1));
+            json_object_object_add(o, "depth", json_object_new_int64(x->depth));
+            json_object_object_add(o, "fiber", json_object_new_int64(x->fiber));
+            if (x->kind <= SK_SLEEP) {
+                snprintf(task, sizeof task, "%" PRIu64 ".%" PRIu64, SCHED_TASK_THREAD(x->task),
+                         SCHED_TASK_SEQ(x->task));
+                json_object_object_add(o, "task", json_object_new_string(task));
+            }
+            ok = put_line(out, o);
+        }
+        for (size_t k = 0; k < t->nm && ok; k++) {
+            o = json_object_new_object();
+            json_object_object_add(o, "thread", json_object_new_int64((int64_t)i));
+            json_object_object_add(o, "mark", json_object_new_string(sched_mark_name[t->m[k].kind]));
+            json_object_object_add(o, "t", jtime(t->m[k].t));
+            json_object_object_add(o, "fiber", json_object_new_int64(t->m[k].fiber));
+            ok = put_line(out, o);
+        }
+    }
+    return ok && !ferror(out) ? 0 : -1;
+}
+
+int sched_plot(const struct sched *s, const char *plot, const char *const outs[SCHED_FORMATS])
+{
+    static const char *const opt[SCHED_FORMATS] = {"--png", "--svg", "--pdf"};
+    char *argv[2 + 2 * SCHED_FORMATS];
+    int n = 0, fds[2];
+    argv[n++] = (char *)plot;
+    for (int f = 0; f < SCHED_FORMATS; f++)
+        if (outs[f] != NULL) {
+            argv[n++] = (char *)opt[f];
+            argv[n++] = (char *)outs[f];
+        }
+    argv[n] = NULL;
+    if (pipe(fds) != 0) {
+        fprintf(stderr, "sftrace: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int err = posix_spawn(&pid, plot, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[0]);
+    if (err != 0) {
+        close(fds[1]);
+        fprintf(stderr, "sftrace: cannot run %s: %s; no picture written\n", plot, strerror(err));
+        return -1;
+    }
+    /* A script that stops early (no matplotlib) closes the pipe: that is
+     * its exit status to report, not a signal to die of. */
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    FILE *to = fdopen(fds[1], "w");
+    if (to != NULL) {
+        sched_write_json(s, to);
+        fclose(to);
+    } else {
+        close(fds[1]);
+    }
+    signal(SIGPIPE, old);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "sftrace: waitpid: %s\n", strerror(errno));
+            return -1;
+        }
+    /* The script says why on stderr when it fails. */
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 void sched_free(struct sched *s)

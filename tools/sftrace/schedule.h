@@ -5,7 +5,8 @@
  * spans a fiber spent parked with tasks open on it, and the park and resume
  * instants. The text trace (sftrace.c) and the Chrome JSON trace
  * (schedule.c, sched_read_json) both fill it; the per-thread summary
- * (sched_summary) and the SVG timeline (svg.c) read it.
+ * (sched_summary) and the picture (sched_write_json's lines, drawn by
+ * sftrace-plot with matplotlib) read it.
  *
  * Fibers (docs/waiting.md): a thread runs on its own stack, fiber 0, and on
  * up to SCHED_MAX_FIBER fibers its gets parked work on. Tasks nest per
@@ -49,10 +50,19 @@ enum sched_kind {
 
 extern const char *const sched_kind_name[SK_COUNT];
 
+/* A task T.N as the model keeps it: T above bit 40, N below (a sequence
+ * past 2^40 wraps, which only merges two waits of the summary). */
+static inline uint64_t sched_task(uint64_t thread, uint64_t seq)
+{
+    return thread << 40 | (seq & ((UINT64_C(1) << 40) - 1));
+}
+#define SCHED_TASK_THREAD(key) ((key) >> 40)
+#define SCHED_TASK_SEQ(key) ((key) & ((UINT64_C(1) << 40) - 1))
+
 struct sched_slice {
     double t0, t1;
     uint64_t task;  /* the task (kind < SK_SLEEP) or awaited task (SK_SLEEP):
-                     * thread << 40 | sequence; 0 for SK_IDLE, SK_PARKED */
+                     * sched_task(); 0 for SK_IDLE, SK_PARKED */
     uint32_t depth; /* task slices open below it on its fiber (SK_PARKED:
                      * task slices open on the parked fiber) */
     uint8_t kind;   /* enum sched_kind */
@@ -66,6 +76,8 @@ enum sched_mark_kind {
                 * a fresh one starts (text Fiber, JSON resume) */
     SM_COUNT
 };
+
+extern const char *const sched_mark_name[SM_COUNT];
 
 struct sched_mark {
     double t;
@@ -132,8 +144,9 @@ void sched_b_finish(struct sched_build *b);
 
 /*
  * Reads a Chrome JSON trace written by libsf (SF_TRACE=chrome) from buf
- * (len bytes, NUL-terminated) into *s. Strict JSON, except that the
- * closing "]" may be missing (a process that exited without sf_shutdown).
+ * (len bytes, NUL-terminated) into *s, each event parsed by json-c.
+ * Strict JSON, except that the closing "]" may be missing (a process that
+ * exited without sf_shutdown).
  * Returns 0, or -1 after printing "NAME: byte N: why" on stderr.
  */
 int sched_read_json(struct sched *s, const char *buf, size_t len);
@@ -151,19 +164,29 @@ void sched_free(struct sched *s);
 void sched_summary(const struct sched *s, FILE *out);
 
 /*
- * Writes the timeline as SVG: one row per thread, time left to right on an
- * axis in ms, task slices coloured by kind with nesting drawn as stacked
- * bands (a lane of bands per fiber the thread used), parked stretches
- * hatched, park and resume markers, sleeps and idle spells marked, a legend
- * and a title. At most SVG_MAX_RECTS slice rectangles: slices narrower than
- * a pixel (and any beyond the cap) are drawn as a per-band coverage strip
- * instead; at most one marker of a kind per pixel column and lane.
- * Returns 0, or -1 on a write error.
+ * Writes the model as JSON Lines, each line one object written by json-c:
+ *   {"schedule": name, "threads_cfg": N, "t_begin": us, "t_end": us}
+ * then per thread seen, in id order,
+ *   {"thread": id, "name": "worker 1", "tasks": N, "busy": us}
+ * then its slices in start order,
+ *   {"thread": id, "kind": "pool", "t0": us, "t1": us, "depth": D, "fiber": F,
+ *    "task": "T.N"}   ("task" on task and sleep slices only)
+ * then its marks in its order,
+ *   {"thread": id, "mark": "park" or "resume", "t": us, "fiber": F}
+ * Times are microseconds with three decimals. Returns 0, or -1 on a write
+ * error.
  */
-int sched_svg(const struct sched *s, FILE *out);
+int sched_write_json(const struct sched *s, FILE *out);
 
-/* Renders the SVG to png_path with rsvg-convert (found on PATH). Returns 0,
- * or -1 after one line on stderr (rsvg-convert absent, or it failed). */
-int sched_png(const struct sched *s, const char *png_path);
+/* The picture's formats, in the order of sched_plot's outs. */
+enum { SCHED_PNG, SCHED_SVG, SCHED_PDF, SCHED_FORMATS };
+
+/*
+ * Draws the model with the matplotlib script at `plot` (sftrace-plot), which
+ * reads sched_write_json's lines on its stdin and writes each format whose
+ * outs[] is not NULL to that file. Returns 0, or -1 when the script could
+ * not run or failed (it says why on stderr: no matplotlib, say).
+ */
+int sched_plot(const struct sched *s, const char *plot, const char *const outs[SCHED_FORMATS]);
 
 #endif /* SFTRACE_SCHEDULE_H */

@@ -11,16 +11,17 @@
  *   --sorted    the trace itself, sorted by time;
  *   --untimed   the same without the Time column, to compare runs;
  *   --counts    how many times each thread logged each event, by how;
- *   --timeline  a coarse text timeline, one row per thread;
  *   --schedule  per thread, tasks by kind, busy share, sleeps, the longest
  *               wait, idle time, parks and resumes (schedule.c; the default
  *               for a JSON trace);
- *   --svg FILE, --png FILE  the schedule as a picture (svg.c).
+ *   --json FILE the schedule model (schedule.h) as JSON Lines;
+ *   --png, --svg, --pdf FILE  the schedule as a picture, drawn from those
+ *               lines by tools/sftrace/sftrace-plot.py with matplotlib.
  *
  * It also reads the Chrome JSON trace of SF_TRACE=chrome (an input whose
  * first non-space character is '['): schedule.c turns it into the same
- * schedule model that the text trace gives, for --schedule, --svg and
- * --png; the other outputs and --check read the text format only.
+ * schedule model that the text trace gives, for --schedule, --json and
+ * the pictures; the other outputs and --check read the text format only.
  *
  * It also cross-checks the events against each other (every task queued once
  * and run at most once, FStart/FDone nested per thread, a Take followed by
@@ -35,8 +36,9 @@
  * the docs hold it unchanged. What sftrace adds is one handler per event
  * (on_<ID>), which knows what the event means for the checks and the summary.
  *
- * Plain C11 and the standard library only (trace_format.h is macros), so it
- * builds anywhere the trace might be read, not just where libsf runs.
+ * C11 and POSIX with json-c, without libsf (trace_format.h is macros and
+ * one static inline parser), so it builds and reads a trace copied from
+ * anywhere, not just where libsf runs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "schedule.h"
 #include "trace_format.h"
@@ -58,16 +61,14 @@
  * id of batch tasks (in no thread's queue; docs/trace-format.md). */
 #define MAX_TASK_THREAD UINT64_C(131071)
 #define MAX_COUNT UINT64_C(999999999999999)
-/* ~3 years; keeps time * timeline width inside int64_t */
+/* ~3 years */
 #define MAX_MS UINT64_C(99999999999)
 
 #define MAX_SYNTAX_ERRORS 10   /* malformed lines listed before giving up */
 #define MAX_PROBLEMS_SHOWN 100 /* consistency problems listed by --check */
-#define DEFAULT_WIDTH 72       /* timeline columns */
 #define NONE UINT32_MAX        /* "no record" in 32-bit record indices */
-/* Arguments a record keeps; an event with more in trace_format.h stops
- * sftrace at start-up (parse_specs) rather than being misread. */
-#define REC_ARGS 2
+/* Arguments a record keeps: as many as the spec parser allows. */
+#define REC_ARGS SF__TRACE_MAX_ARGS
 /* The column of an event's first argument, after the fixed ones and the name. */
 #define FIRST_ARG (SF_TRACE_FIXED_COLUMNS + 1)
 /* Columns split out of a line; more is "too many columns". Above every
@@ -102,20 +103,11 @@ static const char *const how_meanings[HOW_COUNT] = {
 #undef X
 };
 
-/* The argument kinds of trace_format.h's top comment. */
-enum kind { K_TASK, K_THREAD, K_COUNT, K_HOW, K_KEY };
-
-struct arg_spec {
-    enum kind kind;
-    char key[24]; /* K_KEY: the literal before the count, '=' included */
-};
-
 /* One event: name, spec and meaning from trace_format.h; the rest is the
- * spec parsed once by parse_specs(). */
+ * spec parsed once by parse_specs(), with the runtime's parser. */
 static struct event_info {
     const char *name, *spec, *meaning;
-    int nargs;
-    struct arg_spec arg[REC_ARGS];
+    struct sf__trace_args a;
     int task_at;   /* index of the task argument, -1 if none */
     char args[64]; /* the arguments for people: "task, how" */
 } events[EV_COUNT] = {
@@ -159,8 +151,6 @@ struct vec {
 #define MAX_FIBERS 64
 _Static_assert(MAX_FIBERS == SCHED_MAX_FIBER, "schedule.h's fibers are the trace's");
 
-enum state { ST_UNSEEN, ST_AWAKE, ST_ASLEEP, ST_RUNNING, ST_COUNT };
-static const char state_chars[ST_COUNT] = {' ', '-', 'z', '#'};
 
 struct thr {
     int seen;
@@ -183,9 +173,6 @@ struct thr {
      * busy stretch (runs.n is the running fiber's only). */
     size_t open_runs;
     uint64_t next_seq, unsubmitted;
-    enum state st;
-    int64_t st_from;
-    int64_t *bucket; /* timeline: [ST_COUNT][width] microseconds per state */
 };
 
 struct problem {
@@ -209,10 +196,8 @@ static struct problem *problems;
 static size_t nproblems, problems_cap, problems_dropped;
 static int syntax_errors;
 
-/* timeline geometry */
+/* the span of the trace: its first and last event */
 static int64_t t_begin, t_end;
-static int width = DEFAULT_WIDTH;
-static int want_timeline;
 
 _Noreturn static void die(const char *fmt, ...)
 {
@@ -266,9 +251,9 @@ static void list_add(char *buf, size_t size, const char *sep, const char *item)
         die("internal error: the list for '%s' is too long", item);
 }
 
-/* Parses every event's argument spec (the kinds listed at the top of
- * trace_format.h) into events[], once, before any trace is read. A spec
- * sftrace does not understand is a bug in sftrace or the header: stop. */
+/* Parses every event's argument spec into events[], once, before any trace
+ * is read. A spec the parser refuses, or one with two tasks, is a bug in
+ * trace_format.h: stop. */
 static void parse_specs(void)
 {
     for (int h = 0; h < HOW_COUNT; h++)
@@ -276,44 +261,22 @@ static void parse_specs(void)
                  how_names[h]);
     for (int ev = 0; ev < EV_COUNT; ev++) {
         struct event_info *e = &events[ev];
+        if (sf__trace_parse_spec(e->spec, &e->a) != 0)
+            die("internal error: %s: cannot read the spec '%s'", e->name, e->spec);
+        /* for messages and --events: the spec's words, comma-separated */
         const char *p = e->spec;
-        char tok[32];
-        int n = 0;
-        while (*p) {
+        for (int n = 0; n < e->a.n; n++) {
+            char tok[32];
             size_t len = strcspn(p, " ");
-            if (len == 0 || len >= sizeof tok || n == REC_ARGS)
-                die("internal error: %s: cannot use the spec '%s' (at most %d arguments)",
-                    e->name, e->spec, REC_ARGS);
-            memcpy(tok, p, len);
-            tok[len] = '\0';
+            snprintf(tok, sizeof tok, "%.*s", (int)len, p);
             p += len + (p[len] == ' ');
-            struct arg_spec *as = &e->arg[n];
-            const char *eq = strchr(tok, '=');
-            if (strcmp(tok, "task") == 0) {
+            list_add(e->args, sizeof e->args, n == 0 ? "" : ", ", tok);
+            if (e->a.kind[n] == SF__TK_TASK) {
                 if (e->task_at >= 0)
                     die("internal error: %s names two tasks ('%s')", e->name, e->spec);
-                as->kind = K_TASK;
                 e->task_at = n;
-            } else if (strcmp(tok, "thread") == 0) {
-                as->kind = K_THREAD;
-            } else if (strcmp(tok, "count") == 0) {
-                as->kind = K_COUNT;
-            } else if (strcmp(tok, "how") == 0) {
-                as->kind = K_HOW;
-            } else if (eq && eq > tok && strcmp(eq, "=count") == 0 &&
-                       (size_t)(eq - tok) + 1 < sizeof as->key) {
-                as->kind = K_KEY;
-                memcpy(as->key, tok, (size_t)(eq - tok) + 1);
-                as->key[eq - tok + 1] = '\0';
-            } else {
-                die("internal error: %s: unknown argument kind '%s' in '%s'", e->name, tok,
-                    e->spec);
             }
-            /* for messages and --events: the spec's words, comma-separated */
-            list_add(e->args, sizeof e->args, n == 0 ? "" : ", ", tok);
-            n++;
         }
-        e->nargs = n;
     }
 }
 
@@ -327,15 +290,15 @@ static uint64_t task_of(const struct rec *r)
 }
 
 /* The index of event ev's first argument of kind k, -1 if it has none. */
-static int arg_index(int ev, enum kind k)
+static int arg_index(int ev, enum sf__trace_kind k)
 {
-    for (int a = 0; a < events[ev].nargs; a++)
-        if (events[ev].arg[a].kind == k)
+    for (int a = 0; a < events[ev].a.n; a++)
+        if (events[ev].a.kind[a] == k)
             return a;
     return -1;
 }
 
-static uint64_t arg_of(const struct rec *r, enum kind k)
+static uint64_t arg_of(const struct rec *r, enum sf__trace_kind k)
 {
     int a = arg_index(r->ev, k);
     if (a < 0)
@@ -347,9 +310,9 @@ static uint64_t key_of(const struct rec *r, const char *key)
 {
     const struct event_info *e = &events[r->ev];
     size_t kn = strlen(key);
-    for (int a = 0; a < e->nargs; a++)
-        if (e->arg[a].kind == K_KEY && strncmp(e->arg[a].key, key, kn) == 0 &&
-            e->arg[a].key[kn] == '=')
+    for (int a = 0; a < e->a.n; a++)
+        if (e->a.kind[a] == SF__TK_KEY && strncmp(e->a.key[a], key, kn) == 0 &&
+            e->a.key[a][kn] == '=')
             return r->arg[a];
     die("internal error: %s has no %s= argument", e->name, key);
 }
@@ -450,27 +413,27 @@ static void task_name(uint64_t key, char *buf, size_t size)
 
 /* Parses column s (n bytes), argument as of event ev, into *v; on error
  * reports it and returns -1. */
-static int parse_arg(size_t line, int ev, const struct arg_spec *as, const char *s, size_t n,
-                     uint64_t *v)
+static int parse_arg(size_t line, int ev, int a, const char *s, size_t n, uint64_t *v)
 {
     const char *name = events[ev].name;
-    switch (as->kind) {
-    case K_TASK:
+    const char *key = events[ev].a.key[a];
+    switch (events[ev].a.kind[a]) {
+    case SF__TK_TASK:
         if (parse_task(s, n, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a task name (thread.sequence)", name, (int)n, s);
         return -1;
-    case K_THREAD:
+    case SF__TK_THREAD:
         if (parse_uint(s, n, MAX_TASK_THREAD, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a thread id", name, (int)n, s);
         return -1;
-    case K_COUNT:
+    case SF__TK_COUNT:
         if (parse_uint(s, n, MAX_COUNT, v) == 0)
             return 0;
         syntax_error(line, "%s: '%.*s' is not a count", name, (int)n, s);
         return -1;
-    case K_HOW:
+    case SF__TK_HOW:
         for (int h = 0; h < HOW_COUNT; h++)
             if (strlen(how_names[h]) == n && memcmp(how_names[h], s, n) == 0) {
                 *v = (uint64_t)h;
@@ -478,11 +441,11 @@ static int parse_arg(size_t line, int ev, const struct arg_spec *as, const char 
             }
         syntax_error(line, "%s: how '%.*s' is not %s", name, (int)n, s, how_list);
         return -1;
-    case K_KEY: {
-        size_t kn = strlen(as->key);
-        if (n > kn && memcmp(s, as->key, kn) == 0 && parse_uint(s + kn, n - kn, MAX_COUNT, v) == 0)
+    case SF__TK_KEY: {
+        size_t kn = strlen(key);
+        if (n > kn && memcmp(s, key, kn) == 0 && parse_uint(s + kn, n - kn, MAX_COUNT, v) == 0)
             return 0;
-        syntax_error(line, "%s: '%.*s' is not %sN", name, (int)n, s, as->key);
+        syntax_error(line, "%s: '%.*s' is not %sN", name, (int)n, s, key);
         return -1;
     }
     }
@@ -559,19 +522,18 @@ static void parse_line(size_t line, size_t off, size_t len)
         return;
     }
     r.ev = (uint8_t)ev;
-    if (nf - FIRST_ARG != events[ev].nargs && events[ev].nargs == 0) {
+    if (nf - FIRST_ARG != events[ev].a.n && events[ev].a.n == 0) {
         syntax_error(line, "%s wants no arguments, found %d", events[ev].name, nf - FIRST_ARG);
         return;
     }
-    if (nf - FIRST_ARG != events[ev].nargs) {
+    if (nf - FIRST_ARG != events[ev].a.n) {
         syntax_error(line, "%s wants %d argument%s (%s), found %d", events[ev].name,
-                     events[ev].nargs, events[ev].nargs == 1 ? "" : "s", events[ev].args,
+                     events[ev].a.n, events[ev].a.n == 1 ? "" : "s", events[ev].args,
                      nf - FIRST_ARG);
         return;
     }
-    for (int a = 0; a < events[ev].nargs; a++) {
-        const struct arg_spec *as = &events[ev].arg[a];
-        if (parse_arg(line, ev, as, f[FIRST_ARG + a], fl[FIRST_ARG + a], &r.arg[a]) < 0)
+    for (int a = 0; a < events[ev].a.n; a++) {
+        if (parse_arg(line, ev, a, f[FIRST_ARG + a], fl[FIRST_ARG + a], &r.arg[a]) < 0)
             return;
     }
 
@@ -736,41 +698,6 @@ static void build_tasks(void)
 
 /* ---- the walk ------------------------------------------------------------ */
 
-static enum state thr_state(const struct thr *t)
-{
-    if (t->sleep_r != NONE || t->idling)
-        return ST_ASLEEP;
-    return t->open_runs ? ST_RUNNING : ST_AWAKE;
-}
-
-/* Adds [from, to) in state st to the thread's timeline buckets. */
-static void emit(struct thr *t, enum state st, int64_t from, int64_t to)
-{
-    int64_t span = t_end - t_begin;
-    if (!want_timeline || to <= from || span <= 0)
-        return;
-    /* bucket b covers [t_begin + span*b/width, t_begin + span*(b+1)/width) */
-    int b = (int)((from - t_begin) * width / span);
-    for (; b < width; b++) {
-        int64_t lo = t_begin + span * b / width, hi = t_begin + span * (b + 1) / width;
-        if (lo >= to)
-            break;
-        int64_t a = from > lo ? from : lo, z = to < hi ? to : hi;
-        if (z > a)
-            t->bucket[st * width + b] += z - a;
-    }
-}
-
-static void set_state(struct thr *t, int64_t now)
-{
-    enum state st = thr_state(t);
-    if (st != t->st) {
-        emit(t, t->st, t->st_from, now);
-        t->st = st;
-        t->st_from = now;
-    }
-}
-
 static uint64_t init_threads, init_workers, shutdown_drained, drained_run;
 static int init_seen, shutdown_seen;
 static uint32_t init_r = NONE, shutdown_r = NONE;
@@ -838,7 +765,7 @@ static void on_DO(const struct rec *r)
 static void on_SUBMIT(const struct rec *r)
 {
     struct thr *t = thr_of(r);
-    uint64_t n = arg_of(r, K_COUNT);
+    uint64_t n = arg_of(r, SF__TK_COUNT);
     if (n > t->unsubmitted)
         problem(r->line, "Submit All %" PRIu64 ", but thread %" PRIu32 " queued only %" PRIu64
                 " tasks since its last Submit All", n, r->thread, t->unsubmitted);
@@ -850,7 +777,7 @@ static void on_SUBMIT(const struct rec *r)
  * (before_event and on_FSTART check that). */
 static void take_or_steal(const struct rec *r)
 {
-    uint64_t from = arg_of(r, K_THREAD), task_thread = task_of(r) >> SEQ_BITS;
+    uint64_t from = arg_of(r, SF__TK_THREAD), task_thread = task_of(r) >> SEQ_BITS;
     char name[48];
     if (from != task_thread)
         problem(r->line, "%s %s from thread %" PRIu64 ", but the task was queued by thread %"
@@ -892,7 +819,7 @@ static void on_FSTART(const struct rec *r)
 {
     struct thr *t = thr_of(r);
     uint64_t task = task_of(r);
-    enum how how = (enum how)arg_of(r, K_HOW);
+    enum how how = (enum how)arg_of(r, SF__TK_HOW);
     char name[48], name2[48];
     t->run[how]++;
     if (t->expect_r != NONE) {
@@ -979,7 +906,7 @@ static void on_PARK(const struct rec *r)
 static void on_FIBER(const struct rec *r)
 {
     struct thr *t = thr_of(r);
-    uint64_t n = arg_of(r, K_COUNT);
+    uint64_t n = arg_of(r, SF__TK_COUNT);
     if (n > MAX_FIBERS) {
         problem(r->line, "Fiber %" PRIu64 ": a thread has fibers 0 to %d", n, MAX_FIBERS);
         return;
@@ -1107,9 +1034,6 @@ static void before_event(const struct rec *r)
 
     if (!t->seen) {
         t->seen = 1;
-        t->st = ST_AWAKE;
-        emit(t, ST_UNSEEN, t_begin, r->time);
-        t->st_from = r->time;
     }
     if (t->idling) {
         /* Idle has no wake event: the worker's next line is its wake */
@@ -1185,7 +1109,6 @@ static void after_walk(void)
             problem(recs[t->expect_r].line, "%s %s has no FStart after it",
                     events[recs[t->expect_r].ev].name,
                     rec_task(&recs[t->expect_r], nm, sizeof nm));
-        emit(t, t->st, t->st_from, t_end);
     }
     if (shutdown_seen) {
         /* sf_shutdown runs every pending task: no task may be left behind */
@@ -1211,7 +1134,6 @@ static void walk(void)
         handlers[r->ev](r);
         if (events[r->ev].task_at >= 0 && r->ev != EV_DO)
             check_task_order(r);
-        set_state(thr_of(r), r->time);
     }
     after_walk();
 }
@@ -1268,7 +1190,7 @@ static void print_counts(void)
     uint64_t *n = xcalloc(nthrs * per_thread, sizeof *n);
     for (size_t i = 0; i < nrecs; i++) {
         const struct rec *r = &recs[i];
-        int h = arg_index(r->ev, K_HOW);
+        int h = arg_index(r->ev, SF__TK_HOW);
         n[r->thread * per_thread + r->ev * (HOW_COUNT + 1u) +
           (h < 0 ? HOW_COUNT : (size_t)r->arg[h])]++;
     }
@@ -1394,42 +1316,6 @@ static void print_summary(void)
     }
 }
 
-static void print_timeline(void)
-{
-    char a[32], b[32];
-    int64_t span = t_end - t_begin;
-    int idw = 1;
-    for (size_t n = nthrs ? nthrs - 1 : 0; n >= 10; n /= 10)
-        idw++;
-
-    printf("timeline: %s .. %s ms, %d columns of %.3f ms\n", ms(t_begin, a), ms(t_end, b),
-           width, (double)span / 1000.0 / width);
-    printf("  '#' running a task, 'z' asleep (Sleep..Wake, Idle..next event),\n"
-           "  '-' awake without a task, ' ' before its first event\n");
-    for (size_t i = 0; i < nthrs; i++) {
-        const struct thr *t = &thrs[i];
-        if (!t->seen)
-            continue;
-        printf("%*zu |", idw, i);
-        int best = span > 0 ? ST_UNSEEN : (int)t->st;
-        for (int c = 0; c < width; c++) {
-            /* the state that filled most of the bucket, ties to the busier
-             * one; a bucket narrower than a microsecond (a span shorter than
-             * the width) holds nothing and repeats the column before it */
-            int64_t most = 0;
-            for (int st = 0; st < ST_COUNT; st++) {
-                int64_t v = t->bucket[st * width + c];
-                if (v > 0 && v >= most) {
-                    most = v;
-                    best = st;
-                }
-            }
-            putchar(state_chars[best]);
-        }
-        printf("|\n");
-    }
-}
-
 /* The schedule model (schedule.h) of the text trace: FStart..FDone task
  * slices with their nesting depth on their fiber, Sleep..Wake sleeps, Idle
  * to the thread's next event, Park and Fiber marks (schedule.c's builder
@@ -1458,18 +1344,21 @@ static void build_schedule(struct sched *sc)
             sched_b_idle(b, r->thread, now);
             break;
         case EV_FSTART:
-            sched_b_begin(b, r->thread, t->fiber, now, kind_of_how[arg_of(r, K_HOW)],
-                          task_of(r));
+            sched_b_begin(b, r->thread, t->fiber, now, kind_of_how[arg_of(r, SF__TK_HOW)],
+                          sched_task(task_of(r) >> SEQ_BITS, task_of(r) & MAX_SEQ));
             break;
-        case EV_SLEEP: sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP, task_of(r)); break;
+        case EV_SLEEP:
+            sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP,
+                          sched_task(task_of(r) >> SEQ_BITS, task_of(r) & MAX_SEQ));
+            break;
         /* A trace that fails --check may not pair them: the end is skipped,
          * and the warning has said so. */
         case EV_FDONE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_TASK); break;
         case EV_WAKE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_SLEEP); break;
         case EV_PARK: sched_b_park(b, r->thread, t->fiber, now); break;
         case EV_FIBER:
-            if (arg_of(r, K_COUNT) <= SCHED_MAX_FIBER) { /* --check reports the others */
-                t->fiber = (unsigned)arg_of(r, K_COUNT);
+            if (arg_of(r, SF__TK_COUNT) <= SCHED_MAX_FIBER) { /* --check reports the others */
+                t->fiber = (unsigned)arg_of(r, SF__TK_COUNT);
                 sched_b_resume(b, r->thread, t->fiber, now);
             }
             break;
@@ -1483,26 +1372,51 @@ static void build_schedule(struct sched *sc)
     free(st);
 }
 
-/* --svg and --png, then --schedule (given, or the default of a JSON trace
- * when no picture is asked for). Returns the exit status. */
-static int schedule_outputs(struct sched *sc, const char *svg, const char *png, int summary)
+/* Where sftrace-plot is: next to this program when it was run by a path
+ * that has one (the build tree), else where `make install` put it
+ * (SFTRACE_PLOT, from tools/local.mk). */
+static const char *plot_path(const char *argv0)
 {
-    if (svg != NULL) {
-        FILE *f = strcmp(svg, "-") == 0 ? stdout : fopen(svg, "w");
+    const char *slash = strrchr(argv0, '/');
+    if (slash != NULL) {
+        size_t n = (size_t)(slash - argv0) + 1;
+        char *p = xrealloc(NULL, n + sizeof "sftrace-plot");
+        memcpy(p, argv0, n);
+        memcpy(p + n, "sftrace-plot", sizeof "sftrace-plot");
+        if (access(p, X_OK) == 0)
+            return p;
+        free(p);
+    }
+    return SFTRACE_PLOT;
+}
+
+/* --json, the pictures, then --schedule (given, or the default of a JSON
+ * trace when nothing else is asked for). Returns the exit status. */
+static int schedule_outputs(struct sched *sc, const char *json,
+                            const char *const pics[SCHED_FORMATS], const char *argv0,
+                            int summary)
+{
+    if (json != NULL) {
+        FILE *f = strcmp(json, "-") == 0 ? stdout : fopen(json, "w");
         if (f == NULL) {
-            fprintf(stderr, "%s: %s: %s\n", prog, svg, strerror(errno));
+            fprintf(stderr, "%s: %s: %s\n", prog, json, strerror(errno));
             return 1;
         }
-        int bad = sched_svg(sc, f) != 0;
+        int bad = sched_write_json(sc, f) != 0;
         if (f != stdout)
             bad |= fclose(f) != 0;
         if (bad) {
-            fprintf(stderr, "%s: %s: write error\n", prog, svg);
+            fprintf(stderr, "%s: %s: write error\n", prog, json);
             return 1;
         }
     }
-    if (png != NULL && sched_png(sc, png) != 0)
-        return 1;
+    for (int k = 0; k < SCHED_FORMATS; k++)
+        if (pics[k] != NULL) {
+            fflush(stdout); /* before the script writes a picture to it */
+            if (sched_plot(sc, plot_path(argv0), pics) != 0)
+                return 1;
+            break;
+        }
     if (summary)
         sched_summary(sc, stdout);
     return 0;
@@ -1511,13 +1425,13 @@ static int schedule_outputs(struct sched *sc, const char *svg, const char *png, 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [--summary | --sorted | --untimed | --counts | --timeline [--width N]\n"
-            "       | --schedule] [--svg OUT.svg] [--png OUT.png] [--check] [FILE]\n"
+            "usage: %s [--summary | --sorted | --untimed | --counts | --schedule]\n"
+            "       [--json OUT] [--png OUT] [--svg OUT] [--pdf OUT] [--check] [FILE]\n"
             "       %s --events\n"
             "Reads a libsf trace (docs/trace-format.md) from FILE, or stdin if FILE\n"
             "is absent or -, checks every line and sorts the lines by Time. A Chrome\n"
             "JSON trace (SF_TRACE=chrome; its first non-space character is '[') is\n"
-            "read too, for --schedule (its default), --svg and --png.\n"
+            "read too, for --schedule (its default), --json and the pictures.\n"
             "\n"
             "  --summary    (the default) per-thread summary: tasks run by how, busy\n"
             "               time, steals, sleeps and time asleep, idle time, the span\n"
@@ -1526,32 +1440,33 @@ static void usage(FILE *f)
             "  --counts     print 'thread<TAB>event<TAB>how<TAB>count' lines: how many\n"
             "               times each thread logged each event (by how for FStart,\n"
             "               '-' for events without one); counts of 0 are left out\n"
-            "  --timeline   print one row per thread, one column per time bucket\n"
-            "  --width N    timeline columns (default %d)\n"
             "  --check      list every inconsistency between events on stderr and\n"
             "               exit 1 if there is one (without --check: one warning)\n"
             "  --schedule   per thread: tasks run by kind, busy ms and share, sleeps,\n"
             "               time asleep, the longest wait of one get, idle time,\n"
             "               parks and resumes\n"
-            "  --svg FILE   draw the schedule as SVG: a row per thread, time on an\n"
-            "               axis in ms, tasks coloured by kind, nesting in bands, a\n"
-            "               lane per fiber, parks and resumes marked\n"
-            "  --png FILE   the same as PNG, through rsvg-convert (librsvg2-bin);\n"
-            "               without it, says so and exits 1\n"
+            "  --json OUT   write the schedule (task slices, sleeps, idle spells,\n"
+            "               parked stretches, park and resume marks) as JSON Lines\n"
+            "  --png OUT, --svg OUT, --pdf OUT\n"
+            "               draw the schedule with matplotlib (sftrace-plot): a row\n"
+            "               per thread, time in ms, tasks coloured by kind, nesting\n"
+            "               in bands, a lane per fiber, parks and resumes marked\n"
             "  --events     print the table of events and hows as Markdown (the\n"
             "               one in docs/trace-format.md) and exit; reads no trace\n"
             "  --help       this text\n"
             "\n"
-            "Exit status: 0 ok, 1 malformed or (with --check) inconsistent trace,\n"
-            "2 bad usage.\n",
-            prog, prog, DEFAULT_WIDTH);
+            "OUT may be - for standard output. Exit status: 0 ok, 1 malformed or\n"
+            "(with --check) inconsistent trace, or no picture drawn, 2 bad usage.\n",
+            prog, prog);
 }
 
 int main(int argc, char **argv)
 {
-    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_TIMELINE, M_SCHEDULE } mode = M_SUMMARY;
+    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_SCHEDULE } mode = M_SUMMARY;
     int mode_set = 0, check = 0, nofile = 1;
-    const char *path = NULL, *svg = NULL, *png = NULL;
+    const char *path = NULL, *json = NULL, *pics[SCHED_FORMATS] = {NULL};
+    static const char *const pic_opt[SCHED_FORMATS] = {
+        [SCHED_PNG] = "--png", [SCHED_SVG] = "--svg", [SCHED_PDF] = "--pdf"};
     FILE *in;
 
     parse_specs();
@@ -1570,28 +1485,23 @@ int main(int argc, char **argv)
             m = M_UNTIMED;
         } else if (strcmp(s, "--counts") == 0) {
             m = M_COUNTS;
-        } else if (strcmp(s, "--timeline") == 0) {
-            m = M_TIMELINE;
         } else if (strcmp(s, "--summary") == 0) {
             m = M_SUMMARY;
         } else if (strcmp(s, "--schedule") == 0) {
             m = M_SCHEDULE;
-        } else if (strcmp(s, "--svg") == 0 || strcmp(s, "--png") == 0) {
+        } else if (strcmp(s, "--json") == 0 || strcmp(s, "--png") == 0 ||
+                   strcmp(s, "--svg") == 0 || strcmp(s, "--pdf") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0') {
                 fprintf(stderr, "%s: %s wants an output file\n", prog, s);
                 return 2;
             }
-            *(s[2] == 's' ? &svg : &png) = argv[++i];
+            const char **to = &json;
+            for (int k = 0; k < SCHED_FORMATS; k++)
+                if (strcmp(s, pic_opt[k]) == 0)
+                    to = &pics[k];
+            *to = argv[++i];
         } else if (strcmp(s, "--check") == 0) {
             check = 1;
-        } else if (strcmp(s, "--width") == 0 || strncmp(s, "--width=", 8) == 0) {
-            const char *v = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[++i] : "");
-            uint64_t w;
-            if (parse_uint(v, strlen(v), 10000, &w) < 0 || w < 1) {
-                fprintf(stderr, "%s: --width wants a number 1..10000, not '%s'\n", prog, v);
-                return 2;
-            }
-            width = (int)w;
         } else if (strcmp(s, "--") == 0) {
             if (i + 2 != argc || path) {
                 fprintf(stderr, "%s: one trace at a time (try --help)\n", prog);
@@ -1609,8 +1519,8 @@ int main(int argc, char **argv)
         }
         if (m >= 0) {
             if (mode_set && (int)mode != m) {
-                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts, --timeline and "
-                        "--schedule exclude each other\n", prog);
+                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts and --schedule "
+                        "exclude each other\n", prog);
                 return 2;
             }
             mode = m;
@@ -1630,6 +1540,10 @@ int main(int argc, char **argv)
         in_name = "<stdin>";
     }
 
+    /* --json or a picture: the schedule model is wanted */
+    int model_out = json != NULL;
+    for (int k = 0; k < SCHED_FORMATS; k++)
+        model_out |= pics[k] != NULL;
     size_t len;
     in_buf = read_all(in, &len);
     if (!nofile)
@@ -1641,14 +1555,14 @@ int main(int argc, char **argv)
     if (first < len && in_buf[first] == '[') { /* the Chrome JSON trace */
         if (check || (mode_set && mode != M_SUMMARY && mode != M_SCHEDULE)) {
             fprintf(stderr, "%s: %s is a Chrome JSON trace: only --schedule (or --summary), "
-                    "--svg and --png read it\n", prog, in_name);
+                    "--json and the pictures read it\n", prog, in_name);
             return 2;
         }
         if (sched_read_json(&sc, in_buf, len) != 0) {
             sched_free(&sc);
             return 1;
         }
-        int rc = schedule_outputs(&sc, svg, png, mode_set || (svg == NULL && png == NULL));
+        int rc = schedule_outputs(&sc, json, pics, argv[0], mode_set || !model_out);
         sched_free(&sc);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "%s: write error\n", prog);
@@ -1688,13 +1602,9 @@ int main(int argc, char **argv)
         free(lastl);
     }
 
-    want_timeline = mode == M_TIMELINE;
     thrs = xcalloc(nthrs, sizeof *thrs);
-    for (size_t i = 0; i < nthrs; i++) {
+    for (size_t i = 0; i < nthrs; i++)
         thrs[i].sleep_r = thrs[i].expect_r = NONE;
-        if (want_timeline)
-            thrs[i].bucket = xcalloc((size_t)ST_COUNT * (size_t)width, sizeof(int64_t));
-    }
     build_tasks();
     walk();
 
@@ -1715,21 +1625,19 @@ int main(int argc, char **argv)
     }
 
     int pic_rc = 0;
-    if (mode == M_SCHEDULE || svg != NULL || png != NULL) {
+    if (mode == M_SCHEDULE || model_out) {
         build_schedule(&sc);
-        pic_rc = schedule_outputs(&sc, svg, png, mode == M_SCHEDULE);
+        pic_rc = schedule_outputs(&sc, json, pics, argv[0], mode == M_SCHEDULE);
         sched_free(&sc);
     }
-    if (mode == M_SCHEDULE || ((svg != NULL || png != NULL) && !mode_set))
-        ; /* printed above, or a picture was all that was asked */
+    if (mode == M_SCHEDULE || (model_out && !mode_set))
+        ; /* printed above, or the model was all that was asked */
     else if (mode == M_SORTED)
         print_sorted();
     else if (mode == M_UNTIMED)
         print_untimed();
     else if (mode == M_COUNTS)
         print_counts();
-    else if (mode == M_TIMELINE)
-        print_timeline();
     else if (mode_set || !check)
         print_summary();
     else

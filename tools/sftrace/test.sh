@@ -1,6 +1,6 @@
 #!/bin/sh
 # test.sh - checks sftrace against a hand-written trace whose summary,
-# sorted order, timeline and schedule summary were worked out by hand
+# sorted order and schedule summary were worked out by hand
 # (sample.expected), and against broken traces that must be rejected with
 # the right line numbers; checks --counts (sample.counts, counted by hand)
 # and --untimed on the same trace; and checks that the tables of
@@ -14,13 +14,14 @@
 # (sample.json, summary worked out by hand in sample.json.expected; its
 # worker parks as the text sample's does, with the helped task on a fiber
 # track of its own), the same without its closing bracket, errors for bad
-# JSON and for text-only options; the SVG of both formats (well-formed XML
-# by xmllint when it is installed, else by a structural check; one row per
-# thread; the legend; the hatched parked stretch, the park and resume
-# markers and the fiber lanes' labels, element by element, worked out by
-# hand from svg.c's layout); --png without rsvg-convert (a one-line error,
-# no file) and with it (a real PNG; SKIP when rsvg-convert is not installed
-# - tools/deps installs it).
+# JSON (json-c's reason, at the byte) and for text-only options.
+#
+# The picture: the schedule model of both samples as --json writes it
+# (sample.schedule, sample.json.schedule: every slice with its depth and
+# fiber, the parked stretch, the park and resume marks, worked out by hand);
+# --png without matplotlib (one line, exit 1, no file); with it, a PNG of
+# each format of trace, an SVG with a row per thread and the legend, and a
+# PDF (SKIP without matplotlib; tools/deps installs it).
 #
 # Run by `make check` from the build directory; automake exports srcdir, so
 # the data is found from a VPATH build too. SFTRACE overrides the binary.
@@ -85,7 +86,6 @@ inconsistent() {
 {
     run "summary" <"$dir/sample.trace"
     run "--sorted" --sorted <"$dir/sample.trace"
-    run "--timeline --width 25" --timeline --width 25 <"$dir/sample.trace"
     run "--check" --check - <"$dir/sample.trace"
     run "--schedule" --schedule <"$dir/sample.trace"
     run "header only" <<EOH
@@ -112,7 +112,7 @@ point() {
     fi
 }
 
-point "summary, --sorted, --timeline, --check and errors match sample.expected" \
+point "summary, --sorted, --check, --schedule and errors match sample.expected" \
     "$dir/sample.expected" "$out"
 
 "$sftrace" --counts <"$dir/sample.trace" >"$out" 2>&1
@@ -142,58 +142,48 @@ point "a JSON trace without its closing ] reads the same" "$dir/sample.json.expe
     printf '[{"ph":"E","tid":0,"ts":1}]' | run "E without B"
     printf '[{"ph":"i","tid":0,"ts":01}]' | run "leading zero"
     printf '[{"ph":"i","tid":0,"ts":1}] x' | run "text after the array"
+    printf '[{"ph":"i","tid":0,"ts":1}\n,{"ph":"i"' | run "cut inside an event"
     printf '[{"ph":"i","tid":8519680,"ts":1}]' | run "fiber 65"
     run "--sorted on JSON" --sorted <"$dir/sample.json"
     run "--check on JSON" --check <"$dir/sample.json"
 } >"$out"
 cat >"$want" <<'EOW'
 == trailing comma
-sftrace: <stdin>: byte 26: expected a key
+sftrace: <stdin>: byte 26: unexpected character
 exit 1
 == E without B
 sftrace: <stdin>: byte 26: an E event with no open slice on its track
 exit 1
 == leading zero
-sftrace: <stdin>: byte 25: expected ',' or '}'
+sftrace: <stdin>: byte 26: number expected
 exit 1
 == text after the array
 sftrace: <stdin>: byte 28: text after the closing ']'
+exit 1
+== cut inside an event
+sftrace: <stdin>: byte 37: the input ends inside an event
 exit 1
 == fiber 65
 sftrace: <stdin>: byte 32: an event without a one-letter ph and a tid of a thread 0 to 65535 (fiber << 17 | thread, fiber 0 to 64)
 exit 1
 == --sorted on JSON
-sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --svg and --png read it
+sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --json and the pictures read it
 exit 2
 == --check on JSON
-sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --svg and --png read it
+sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --json and the pictures read it
 exit 2
 EOW
-point "bad JSON and text-only options are refused with the byte" "$want" "$out"
+point "bad JSON (json-c's reason) and text-only options are refused with the byte" "$want" "$out"
 
-# svg_ok FILE ROWS NAMES...: well-formed, ROWS rows, each name, the legend.
-svg_ok() {
-    f=$1
-    rows=$2
-    shift 2
-    if command -v xmllint >/dev/null 2>&1; then
-        xmllint --noout "$f" 2>&1 || return 1
-    else
-        # no XML parser: the document's frame, and as many closing tags
-        # of the elements sftrace nests as opening ones
-        head -n 1 "$f" | grep -q '^<?xml version="1.0"' || return 1
-        tail -n 1 "$f" | grep -qx '</svg>' || return 1
-        [ "$(grep -c '<g ' "$f")" = "$(grep -c '</g>' "$f")" ] || return 1
-    fi
-    [ "$(grep -c '<g class="row"' "$f")" = "$rows" ] || { echo "not $rows rows"; return 1; }
-    grep -q '<g class="legend">' "$f" || { echo "no legend"; return 1; }
-    for name in "$@"; do
-        grep -q "font-weight=\"bold\">$name</text>" "$f" || { echo "no row $name"; return 1; }
-    done
-    for kind in inline wait-inlined pool stolen drained batch-wait asleep idle parked park resume; do
-        grep -q ">$kind: " "$f" || { echo "no legend entry $kind"; return 1; }
-    done
-}
+# ---- the schedule as JSON Lines, and the picture drawn from it ----
+# The model of both samples, line by line, as worked out by hand from their
+# events: slices with their depth on their fiber, the worker's parked
+# stretch (fiber 0 with two tasks open while fiber 1 helps), idle spells to
+# the next event, park and resume marks.
+"$sftrace" --json - <"$dir/sample.trace" >"$out" 2>&1
+point "--json of the text trace matches sample.schedule" "$dir/sample.schedule" "$out"
+"$sftrace" --json - <"$dir/sample.json" >"$out" 2>&1
+point "--json of the JSON trace matches sample.json.schedule" "$dir/sample.json.schedule" "$out"
 
 # point_ok TITLE COMMAND...: ok when the command succeeds.
 point_ok() {
@@ -208,82 +198,61 @@ point_ok() {
     fi
 }
 
-svg=$out.svg
-png=$out.png
-trap 'rm -f "$out" "$want" "$svg" "$png" "$want.diff"' EXIT
-point_ok "--svg alone writes the picture and prints nothing" \
-    sh -c '"$1" --svg "$2" <"$3" >"$4" && [ -s "$2" ] && [ ! -s "$4" ]' sh "$sftrace" "$svg" \
-    "$dir/sample.json" "$out"
-svg_json_ok() { "$sftrace" --svg "$svg" <"$dir/sample.json" && svg_ok "$svg" 3 main "worker 1" "thread 2"; }
-point_ok "the JSON trace's SVG has rows main, worker 1, thread 2 and the legend" svg_json_ok
-svg_text_ok() { "$sftrace" --svg "$svg" <"$dir/sample.trace" && svg_ok "$svg" 2 main "worker 1"; }
-point_ok "the text trace's SVG has rows main, worker 1 and the legend" svg_text_ok
+pic=$out.pic
+fake=$out.fake
+trap 'rm -rf "$out" "$want" "$pic" "$fake" "$want.diff"' EXIT
 
-# What the rows draw of fibers: lane labels, hatched parked stretches (class
-# k8) and markers, in the order drawn (a row's labels, its slices, its
-# markers); the legend's are left out. Both samples span 0..125 us over
-# svg.c's 1000 pixels from x=150: x = 150 + 8 * us. The y come from the
-# layout: rows from y=64, in a row 3 pixels of padding, then per lane its
-# 8-pixel marker strip (a marker 1 below its top) and its 7-pixel bands,
-# then the sleep band; a row's height is its lanes, 5 + 2 for the sleep
-# band and 3 of padding. A thread that never switched fibers has one lane
-# and no strip (the JSON main row: 2 bands, 27 high).
-fiber_parts() {
-    grep -E '^<(rect class="k8"|path class="(park|resume)")|>fibers? [0-9]+\+?</text>$' "$1" |
-        grep -v '<text x="[0-9]*" y="[0-9.]*">' | sed 's/^<text .*>\(fibers* [0-9]*+*\)<\/text>$/label \1/'
-}
-"$sftrace" --svg "$svg" <"$dir/sample.json" && fiber_parts "$svg" >"$out" 2>&1
-cat >"$want" <<'EOW'
-label fiber 0
-label fiber 1
-<rect class="k8" x="478.0" y="102.0" width="80.0" height="13"/>
-<path class="park" d="M478.0 95.0m-2.5 0h2v6h-2zm3 0h2v6h-2z"/>
-<path class="resume" d="M478.0 117.0l5.5 3l-5.5 3z"/>
-<path class="resume" d="M558.0 95.0l5.5 3l-5.5 3z"/>
-EOW
-point "the JSON trace's SVG: the worker's fiber lanes, its parked stretch and markers" \
-    "$want" "$out"
-
-"$sftrace" --svg "$svg" <"$dir/sample.trace" && fiber_parts "$svg" >"$out" 2>&1
-cat >"$want" <<'EOW'
-label fiber 0
-label fiber 1
-<path class="park" d="M334.0 68.0m-2.5 0h2v6h-2zm3 0h2v6h-2z"/>
-<path class="resume" d="M334.0 83.0l5.5 3l-5.5 3z"/>
-<path class="resume" d="M630.0 68.0l5.5 3l-5.5 3z"/>
-label fiber 0
-label fiber 1
-<rect class="k8" x="478.0" y="125.0" width="80.0" height="13"/>
-<path class="park" d="M478.0 118.0m-2.5 0h2v6h-2zm3 0h2v6h-2z"/>
-<path class="resume" d="M478.0 140.0l5.5 3l-5.5 3z"/>
-<path class="resume" d="M558.0 118.0l5.5 3l-5.5 3z"/>
-EOW
-point "the text trace's SVG: both threads' fiber lanes, parked stretch and markers" \
-    "$want" "$out"
-
-# Without rsvg-convert on PATH: one line, exit 1, no file.
-no_rsvg() {
-    rm -f "$png"
-    msg=$(PATH=/nonexistent "$sftrace" --png "$png" <"$dir/sample.json" 2>&1)
+# Without matplotlib (a python3 that cannot import it: a matplotlib package
+# that raises ImportError, first on the path): one line, exit 1, no file.
+mkdir -p "$fake/matplotlib" || exit 99
+echo 'raise ImportError("not here")' >"$fake/matplotlib/__init__.py"
+no_matplotlib() {
+    rm -f "$pic"
+    msg=$(PYTHONPATH=$fake "$sftrace" --png "$pic" <"$dir/sample.json" 2>&1)
     rc=$?
-    [ $rc = 1 ] && [ ! -e "$png" ] &&
-        [ "$msg" = "sftrace: --png needs rsvg-convert (Debian: apt-get install librsvg2-bin), which is not on PATH; no PNG written" ] ||
+    [ $rc = 1 ] && [ ! -e "$pic" ] && [ "$(printf '%s\n' "$msg" | wc -l)" = 1 ] &&
+        case $msg in "sftrace: the picture needs matplotlib, which "*"cannot import (Debian: apt-get install python3-matplotlib); no picture written") ;; *) false ;; esac ||
         { echo "exit $rc: $msg"; return 1; }
 }
-point_ok "--png without rsvg-convert says so and writes nothing" no_rsvg
+point_ok "--png without matplotlib says so in one line and writes nothing" no_matplotlib
 
-n=$((n + 1))
-if command -v rsvg-convert >/dev/null 2>&1; then
-    rm -f "$png"
-    if "$sftrace" --png "$png" <"$dir/sample.json" >"$want.diff" 2>&1 &&
-        [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
-        echo "ok $n - --png writes a PNG through rsvg-convert"
-    else
-        echo "not ok $n - --png writes a PNG through rsvg-convert"
-        sed 's/^/# /' "$want.diff"
-    fi
-else
-    echo "ok $n - --png writes a PNG through rsvg-convert # SKIP rsvg-convert is not installed (tools/deps installs librsvg2-bin)"
+# With it (tools/deps installs python3-matplotlib): each format's file, and
+# nothing on stdout when a picture is all that is asked.
+have_mpl=yes
+if ! "$sftrace" --png "$pic" <"$dir/sample.json" >"$want.diff" 2>&1 &&
+    grep -q "^sftrace: the picture needs matplotlib" "$want.diff"; then
+    have_mpl=
 fi
+# magic FILE HEX: the file starts with those bytes.
+magic() { [ "$(head -c $(($(printf %s "$2" | wc -c) / 2)) "$1" | od -An -tx1 | tr -d ' \n')" = "$2" ]; }
+png_ok() {
+    rm -f "$pic"
+    "$sftrace" --png "$pic" <"$dir/$1" >"$out" && [ ! -s "$out" ] && magic "$pic" 89504e470d0a1a0a
+}
+svg_ok() {
+    rm -f "$pic"
+    "$sftrace" --svg "$pic" <"$dir/sample.json" >"$out" && [ ! -s "$out" ] &&
+        grep -q '<svg' "$pic" && tail -n 1 "$pic" | grep -qx '</svg>' || return 1
+    # text stays text (svg.fonttype none): a row per thread, the legend
+    for s in '>main<' '>worker 1<' '>thread 2<' '>libsf schedule: &lt;stdin&gt;<' \
+        '>parked: tasks of a fiber its get parked (hatched)<' '>resume: the thread goes on with this fiber<'; do
+        grep -q "$s" "$pic" || { echo "no $s"; return 1; }
+    done
+}
+pdf_ok() {
+    rm -f "$pic"
+    "$sftrace" --pdf "$pic" <"$dir/sample.json" >"$out" && [ ! -s "$out" ] && magic "$pic" 255044462d
+}
+for t in "png_ok sample.json:--png of the JSON trace writes a PNG and prints nothing" \
+    "png_ok sample.trace:--png of the text trace writes a PNG" \
+    "svg_ok:--svg writes an SVG with a row per thread and the legend" \
+    "pdf_ok:--pdf writes a PDF"; do
+    if [ -n "$have_mpl" ]; then
+        point_ok "${t#*:}" ${t%%:*}
+    else
+        n=$((n + 1))
+        echo "ok $n - ${t#*:} # SKIP matplotlib is not installed (tools/deps installs python3-matplotlib)"
+    fi
+done
 rm -f "$want.diff"
 exit 0
