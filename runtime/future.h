@@ -209,9 +209,16 @@ void sf__future_free_shared(sf_future *f);
 /* Gives every slab's memory back to the system (the mappings stay, reading
  * as FREE futures): only when no thread uses a future (sf_shutdown). */
 void sf__futures_free_all(void);
-/* Calls fn on every future not FREE: only when no thread uses a future
- * (sf_shutdown, before sf__futures_free_all). */
-void sf__futures_each(void (*fn)(sf_future *f, uint64_t state));
+/* A walk over every future not FREE: only when no thread uses a future
+ * (sf_shutdown, before sf__futures_free_all). A cursor starts zeroed;
+ * sf__futures_next returns the next such future and its state, or NULL
+ * once every one was seen. (A walk, not a visitor function: layer 1 calls
+ * no code of the layers above it.) */
+struct sf__futures_cursor {
+    void *arena; /* future.c's arena list, NULL: from the first */
+    size_t slab, k;
+};
+sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state);
 void sf__freelist_destroy(struct sf__freelist *fl);
 /* Is f in an arena of a runtime that is gone (future.c, Resting arenas): a
  * future of a stopped runtime, or of a forked parent's? For reports. */

@@ -122,6 +122,13 @@ static int start(struct sf__cfg *c)
         errno = err;
         return -1;
     }
+    /* The one upward callback of the runtime (tools/check-layers, SLOTS):
+     * a thread's exit reaches libsf only through the pthread key that the
+     * registry (layer 3) sets when a thread registers, and threads register
+     * from layers 4 and 5 (pool workers, fresh stacks, callers), so the key
+     * stays the registry's; what an exit does - publish the thread's queue,
+     * wake the pool, flush its trace, free its fibers - is layers 2 to 4's,
+     * put together here, above them all. */
     if (sf__registry_init(on_thread_exit) != 0) {
         if (sf__trace_on)
             sf__trace_close();
@@ -391,7 +398,10 @@ static long stop(uint64_t deadline_ns, const char *name)
         sf__stats_print(threads_cfg); /* quiet now: every count is final */
     /* Failures nobody saw, on futures nobody released: reported now, with
      * no lock held (the hook is the program's code). */
-    sf__futures_each(failure_at_shutdown);
+    struct sf__futures_cursor walk = {0};
+    uint64_t fs;
+    for (sf_future *f; (f = sf__futures_next(&walk, &fs)) != NULL;)
+        failure_at_shutdown(f, fs);
     if (sf__trace_on) {
         if (me != NULL)
             sf__trace_event(me, SF__EV_SHUTDOWN, drained, 0);

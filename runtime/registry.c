@@ -49,6 +49,8 @@ static _Atomic int nthreads;
 static struct sf__thread *dead;
 static pthread_key_t exit_key;
 static bool exit_key_live; /* between init and destroy: only a live key is deleted */
+/* lifecycle.c's on_thread_exit: the runtime's one sanctioned upward
+ * callback (lifecycle.c, start, says why; tools/check-layers lists it). */
 static void (*exit_hook)(struct sf__thread *t);
 /* Rank REGISTRY (debug.h): taken under the life lock at start, never the
  * reverse; only malloc's own locks are taken under it. */
