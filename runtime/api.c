@@ -196,10 +196,10 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
             char *msg = NULL;
             if (SF__UNLIKELY(s & SF__FAILED)) {
                 /* Relaxed: ordered by the acquire load of DONE. */
-                code = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+                code = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
                 fn = f->u.fn;
-                msg = f->val; /* the message goes with the future */
-                __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED); /* as in sf_do */
+                msg = f->msg; /* the message goes with the future */
+                __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED); /* as in sf_do */
             }
             if (SF__LIKELY(me != NULL)) {
                 sf__future_put(&me->free, f, s);
@@ -308,7 +308,7 @@ SF_EXPORT int sf_wait(sf_future *f, void **result)
     if (sf__status(s) == SF__DONE) {
         if (s & SF__FAILED) {
             /* Relaxed: ordered by the acquire above. */
-            rc = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+            rc = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
         } else {
             rc = 0;
             if (result != NULL)
@@ -332,7 +332,7 @@ SF_EXPORT const char *sf_error_message(const sf_future *f)
     if (sf__status(s) != SF__DONE || !(s & SF__FAILED))
         return NULL;
     sf__future_mark_seen(m, s);
-    return m->val;
+    return m->msg;
 }
 
 SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx), void *ctx)

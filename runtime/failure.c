@@ -60,7 +60,7 @@ int sf__failure_set_task(struct sf__thread *me, int code, char *msg, bool seen)
     /* Relaxed, and so is the CAS above: both reach getters through the
      * completion's release of DONE. A getter that reads region before that
      * sees FAILED and ignores it (get.c, Isolation). */
-    atomic_store_explicit(&f->region, (uint32_t)code, memory_order_relaxed);
+    atomic_store_explicit(&f->fail_code, (uint32_t)code, memory_order_relaxed);
     if (msg == NULL)
         return 0;
     struct sf__failure *rec = malloc(sizeof *rec);

@@ -108,11 +108,11 @@ static int chain(struct sf__fiber *me, sf_future *f, struct link *l)
 {
     sf_future *h = f;
     for (int n = 0; n < CHAIN_MAX; n++) {
-        /* Acquire: a runner's val store precedes its later waits. */
+        /* Acquire: a runner's store of runner precedes its later waits. */
         uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
         if (sf__status(s) != SF__RUNNING)
             return 0;
-        void *v = __atomic_load_n(&h->val, __ATOMIC_RELAXED);
+        void *v = __atomic_load_n(&h->runner, __ATOMIC_RELAXED);
         struct sf__fiber *r = v == (void *)me ? me : is_fiber(v) ? v : NULL;
         if (r == NULL)
             return 0;
@@ -334,7 +334,7 @@ void *sf__get_failed(sf_future *f)
     /* Acquire: the caller saw DONE; the code was written before it. */
     sf__future_mark_seen(f, atomic_load_explicit(&f->state, memory_order_acquire));
     /* Relaxed: ordered by the acquire above. */
-    errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+    errno = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
     return NULL;
 }
 

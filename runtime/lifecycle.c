@@ -277,10 +277,10 @@ static void failure_at_shutdown(sf_future *f, uint64_t s)
     if (!(s & SF__SEEN))
         /* Relaxed: every thread that wrote it was joined or synchronised
          * with us (sf.h: no calls race with sf_shutdown). */
-        sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed), f->val,
+        sf__failure_report((int)atomic_load_explicit(&f->fail_code, memory_order_relaxed), f->msg,
                            f->u.fn);
-    free(f->val);
-    f->val = NULL;
+    free(f->msg);
+    f->msg = NULL;
 }
 
 #ifdef SF_DEBUG

@@ -405,8 +405,8 @@ static void nap_on(sf_future *f, long nap_ns)
 bool sf__park_runs_here(const struct sf__thread *me, const sf_future *f)
 {
     /* Relaxed: f is this thread's (a task in caller storage), and so is
-     * the store of val that names its runner. */
-    const void *v = __atomic_load_n(&f->val, __ATOMIC_RELAXED);
+     * the store of runner. */
+    const void *v = __atomic_load_n(&f->runner, __ATOMIC_RELAXED);
     /* Relaxed: our own store. */
     const struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
     return v != me->fiber &&

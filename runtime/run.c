@@ -25,8 +25,8 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
      * (the batch stays until this task is accounted for). */
     struct sf_batch *b = sf__is_batch_task(claimed) ? sf__batch_of(claimed) : NULL;
     /* Relaxed, both: published by the exchange of DONE below. */
-    atomic_store_explicit(&f->region, ECANCELED, memory_order_relaxed);
-    __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
+    atomic_store_explicit(&f->fail_code, ECANCELED, memory_order_relaxed);
+    __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED);
     /* SEEN: a cancellation is no failure to report; its canceller knows. */
     uint64_t done = sf__with_status(claimed, SF__DONE) | SF__FAILED | SF__SEEN;
     /* acq_rel, as in sf__run: the future may have been orphaned since the
@@ -64,11 +64,11 @@ void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
         if (me->cur == NULL)
             me->stack_red = UINTPTR_MAX;
         /* Relaxed: this thread wrote both just now. */
-        sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed),
-                           f->val, f->u.fn);
+        sf__failure_report((int)atomic_load_explicit(&f->fail_code, memory_order_relaxed),
+                           f->msg, f->u.fn);
         me->stack_red = red;
     }
-    free(f->val);
+    free(f->msg);
 }
 
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,

@@ -86,12 +86,12 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
      * before the claim we hold (push's release, or our own store). */
     uint32_t region = atomic_load_explicit(&f->region, memory_order_relaxed);
     void *arg = f->val;
-    /* While it runs, val names the fiber it runs on, for getters that
+    /* While it runs, runner names the fiber it runs on, for getters that
      * follow a chain of waits (get.c, Deadlock). Relaxed: they accept only
      * a pointer that is a registered thread's fiber, and check the chain
      * twice. */
     if (!local)
-        __atomic_store_n(&f->val, (void *)me->fiber, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->runner, (void *)me->fiber, __ATOMIC_RELAXED);
     void *r = SF__LIKELY(region == me->region) ? f->u.fn(arg)
                                                : sf__run_in_region(me, f, arg, region);
     me->cur = outer;
@@ -108,7 +108,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     uint64_t now = atomic_load_explicit(&f->state, memory_order_relaxed);
     if (SF__UNLIKELY(now & SF__FAILED)) {
         done |= now & (SF__FAILED | SF__SEEN);
-        r = sf__run_failed(me, f); /* the code is in f->region already */
+        r = sf__run_failed(me, f); /* the message (msg); fail_code is set */
     }
     /* Read before DONE (f may be recycled after it); the batch stays until
      * this task is accounted for below (batch.h, Accounting). */
