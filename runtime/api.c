@@ -52,7 +52,7 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
      * publishes it. */
     __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
     /* Relaxed: published with the task by the push's release store. */
-    atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
+    atomic_store_explicit(&f->region, sf__sched(me)->region, memory_order_relaxed);
     /* Counted before the push, so the trace's Queue column (created minus
      * started) never sees a start before its creation. */
     SF__BUMP(me->c_created);
@@ -347,7 +347,7 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
     struct sf__thread *me = sf__thread_self();
     /* A task, or a loop's body run by a thread that runs no task (a frame
      * naming none is innermost: failure.h, Scopes). */
-    if (code <= 0 || me == NULL || (me->cur == NULL && sf__scope_here(me) == NULL)) {
+    if (code <= 0 || me == NULL || (sf__sched(me)->cur == NULL && sf__scope_here(me) == NULL)) {
         errno = EINVAL;
         return -1;
     }
@@ -380,10 +380,10 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
 SF_EXPORT int sf_cancelled(void)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me == NULL || me->cur == NULL)
+    if (me == NULL || sf__sched(me)->cur == NULL)
         return 0;
     /* Relaxed: a request, seen sooner or later; nothing is read through it. */
-    uint64_t s = atomic_load_explicit(&me->cur->state, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&sf__sched(me)->cur->state, memory_order_relaxed);
     if (!(s & SF__CANCEL))
         return 0;
     /* The task was told: it ends cancelled (unless it failed already). */

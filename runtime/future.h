@@ -128,24 +128,6 @@ struct sf_future {
     };
 };
 
-/*
- * Regions (get.c, Isolation). A helper - a blocked get running other pending
- * work - passes the region it helps within: 0 outside any region, which
- * admits every task but those of closed regions; a region, which admits its
- * own tasks only. A closed region (SF__REGION_CLOSED set: a parallel loop's,
- * parfor.c) is helped with by its own threads and by idle workers alone.
- * Idle workers and the drain pass SF__REGION_ANY. Region numbers are below
- * SF__REGION_CLOSED - 1, so no closed region is SF__REGION_ANY.
- */
-#define SF__REGION_CLOSED 0x80000000u
-#define SF__REGION_ANY 0xffffffffu
-
-static inline bool sf__region_admits(uint32_t helper, uint32_t task)
-{
-    return helper == SF__REGION_ANY ||
-           (helper == 0 ? !(task & SF__REGION_CLOSED) : task == helper);
-}
-
 static inline uint64_t sf__status(uint64_t s) { return s & SF__STATUS_MASK; }
 static inline uint64_t sf__tag(uint64_t s) { return s >> SF__TAG_SHIFT; }
 /* The id of the thread whose queue the push named by s went to. */

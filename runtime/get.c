@@ -81,7 +81,7 @@
  * cannot pass our structs as arguments). A future that runs on our own
  * fiber (f RUNNING here) is a cycle at once: our frame cannot end before
  * this get. The check runs only before a sleep, so the fork-join path never
- * pays for it. Links run from fiber to fiber (registry.h, struct sf__fiber):
+ * pays for it. Links run from fiber to fiber (thread.h, struct sf__fiber):
  * a task goes on only when the fiber it runs on does, and a fiber waits for
  * one future at a time.
  */
@@ -132,7 +132,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
                                                    struct watch *w)
 {
     struct link now[CHAIN_MAX];
-    int n = chain(me->fiber, f, now);
+    int n = chain(sf__sched(me)->fiber, f, now);
     if (n == 1)
         return true; /* f runs here, below this get */
     bool same = n > 0 && n == w->n && memcmp(now, w->prev, (size_t)n * sizeof now[0]) == 0;
@@ -144,7 +144,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
     if (!same)
         return false;
     /* Relaxed: our own stamp. */
-    uint64_t mine = atomic_load_explicit(&me->fiber->wait_stamp, memory_order_relaxed);
+    uint64_t mine = atomic_load_explicit(&sf__sched(me)->fiber->wait_stamp, memory_order_relaxed);
     for (int i = 0; i < n - 1; i++)
         if (now[i].stamp > mine)
             return false; /* a later wait closed it: that get fails */
@@ -155,7 +155,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
  * was in, to restore. */
 static struct link begin_wait(struct sf__thread *me, sf_future *f)
 {
-    struct sf__fiber *fb = me->fiber;
+    struct sf__fiber *fb = sf__sched(me)->fiber;
     /* Relaxed: our own fields. */
     struct link outer = {.w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed),
                          .stamp = atomic_load_explicit(&fb->wait_stamp, memory_order_relaxed)};
@@ -167,14 +167,14 @@ static struct link begin_wait(struct sf__thread *me, sf_future *f)
  * wait. */
 static void end_wait(struct sf__thread *me, struct link outer)
 {
-    sf__wait_publish(me->fiber, outer.w, outer.stamp);
+    sf__wait_publish(sf__sched(me)->fiber, outer.w, outer.stamp);
 }
 
 /*
  * Deep chains. Running the awaited task is never refused, so a chain of
  * nested gets nests as deep as the program recurses, and a million levels do
  * not fit any stack. A get whose frame is below its stack's red line (the
- * last quarter of the stack, registry.c; sf__stack_room) runs its task on a
+ * last quarter of the stack, thread.c; sf__stack_room) runs its task on a
  * fresh stack instead: a fiber of this thread (get_on_fiber) gets f there -
  * claiming it and running it, or helping and waiting like any getter -
  * while this one parks until f is done. A chain thus continues on a new
@@ -196,7 +196,7 @@ static void *fresh_main(void *arg)
 {
     struct fresh *fr = arg;
     sf__call_begin_for_life();
-    struct sf__thread *me = sf__registry_register(false, sf__pool.stack_size);
+    struct sf__thread *me = sf__thread_register(false, sf__pool.stack_size);
     if (me == NULL) {
         fr->err = errno;
         return NULL;
@@ -248,16 +248,17 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
 }
 
 /* Less than a sixteenth of the stack left: too little to run a task here.
- * Under ThreadSanitizer, also past 5/4 of its nesting bound (registry.h),
+ * Under ThreadSanitizer, also past 5/4 of its nesting bound (thread.h),
  * which stands for the stack there: levels beyond the bound take four
  * frames each (through sf__get_slow). */
 static bool stack_exhausted(const struct sf__thread *me)
 {
 #if defined(__SANITIZE_THREAD__)
-    if (me->depth >= SF__TSAN_NEST / 4 * 5)
+    if (sf__sched(me)->depth >= SF__TSAN_NEST / 4 * 5)
         return true;
 #endif
-    return (uintptr_t)__builtin_frame_address(0) - me->stack_lo < me->stack_size / 16;
+    const struct sf__sched *s = sf__sched(me);
+    return (uintptr_t)__builtin_frame_address(0) - s->stack_lo < s->stack_size / 16;
 }
 
 /*
@@ -277,7 +278,7 @@ static bool stack_exhausted(const struct sf__thread *me)
  * else it waits without helping. Waiting without helping never costs
  * deadlock freedom, which rests on step 3 alone (top comment).
  *
- * Closed regions (future.h). A parallel loop (parfor.c) runs in a region of
+ * Closed regions (pending.h, Regions). A parallel loop (parfor.c) runs in a region of
  * its own with the closed bit: its caller and its participants help only
  * with the loop's work, and a thread outside it - a get in no region
  * included - never runs a participant or anything a body made while it
@@ -289,7 +290,7 @@ static _Atomic uint32_t last_region;
 static uint32_t new_region(void)
 {
     /* Relaxed: only uniqueness matters. 0 means "none", and the closed bit
-     * is the caller's to add (future.h): both skipped on wrap. */
+     * is the caller's to add (pending.h, Regions): both skipped on wrap. */
     uint32_t r;
     do
         r = (atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1) &
@@ -307,7 +308,7 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
      * of the state, which is all the Dekker pair with sf__run needs. */
     atomic_fetch_add_explicit(&f->waiters, 1, memory_order_relaxed);
     /* Relaxed: a statistic for the trace's Asleep column. */
-    atomic_store_explicit(&me->asleep, 1, memory_order_relaxed);
+    atomic_store_explicit(&sf__sched(me)->asleep, 1, memory_order_relaxed);
     SF__BUMP(me->c_sleeps);
     if (SF__UNLIKELY(sf__trace_on)) {
         sf__trace_event(me, SF__EV_SLEEP, atomic_load_explicit(&f->state, memory_order_relaxed),
@@ -324,7 +325,7 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
         sf__futex_wait(sf__future_futex(f), (uint32_t)s, nap_ns);
     /* Relaxed: a statistic, and a count a runner reads only to decide
      * whether to wake; a stale non-zero costs one spurious wake. */
-    atomic_store_explicit(&me->asleep, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__sched(me)->asleep, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
     SF__TRACE(me, WAKE, s, 0);
 }
@@ -481,7 +482,7 @@ static enum look claim_and_run_here(struct sf__thread *me, struct slow_get *w, u
     sf_future *f = w->f;
     /* A thread that runs no task yet runs f here whatever its stack: a
      * fresh stack would be no bigger. */
-    if (SF__UNLIKELY(!sf__stack_room(me)) && me->cur != NULL) {
+    if (SF__UNLIKELY(!sf__stack_room(me)) && sf__sched(me)->cur != NULL) {
         enum look l = get_deep(me, w);
         if (l != LOOK_IN_PLACE)
             return l;
@@ -590,8 +591,8 @@ static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
 /* Steps 3 and 4 of the top comment, looking at f again after each. */
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
 {
-    struct slow_get w = {.f = f, .isolated = isolated, .region = me->region, .may_help = true,
-                     .nap = NAP_MIN_NS};
+    struct slow_get w = {.f = f, .isolated = isolated, .region = sf__sched(me)->region,
+                         .may_help = true, .nap = NAP_MIN_NS};
     for (;;) {
         /* Acquire: DONE makes the runner's val visible. */
         uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);

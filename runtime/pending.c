@@ -197,7 +197,7 @@ bool sf__pending_grow(struct sf__pending *q)
 }
 
 /* Owner: claim its newest pending task (helping while a get waits), if
- * `region` admits it (future.h, sf__region_admits). Tasks of a region are
+ * `region` admits it (pending.h, Regions). Tasks of a region are
  * the newest while its task runs here, so a newest one outside it means
  * none is left. */
 sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed)
@@ -236,7 +236,7 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
 
 /*
  * Any thread but the owner: claim the oldest task of q that `flags` allow
- * and `region` admits (future.h), looking at most `limit` slots from the top. Asks the
+ * and `region` admits (pending.h, Regions), looking at most `limit` slots from the top. Asks the
  * owner to publish (`want`) when it saw only private tasks.
  */
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,

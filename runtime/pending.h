@@ -205,6 +205,27 @@ static inline bool sf__pending_holds_own(const struct sf__pending *q, uint64_t s
     return sf__status(s) == SF__PENDING && sf__tag(s) - q->tag0 < q->tag_span;
 }
 
+/*
+ * Regions: the claim filter of isolation (get.c, Isolation, says why and
+ * who opens regions; a future's region field holds its task's). Pops and
+ * steals admit only the tasks that the claimer's region allows. A helper -
+ * a blocked get running other pending work - passes the region it helps
+ * within: 0 outside any region, which admits every task but those of
+ * closed regions; a region, which admits its own tasks only. A closed
+ * region (SF__REGION_CLOSED set: a parallel loop's, parfor.c) is helped
+ * with by its own threads and by idle workers alone. Idle workers and the
+ * drain pass SF__REGION_ANY. Region numbers are below SF__REGION_CLOSED -
+ * 1, so no closed region is SF__REGION_ANY.
+ */
+#define SF__REGION_CLOSED 0x80000000u
+#define SF__REGION_ANY 0xffffffffu
+
+static inline bool sf__region_admits(uint32_t helper, uint32_t task)
+{
+    return helper == SF__REGION_ANY ||
+           (helper == 0 ? !(task & SF__REGION_CLOSED) : task == helper);
+}
+
 bool sf__pending_grow(struct sf__pending *q);
 sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed);
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,

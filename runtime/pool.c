@@ -131,7 +131,7 @@ static void *worker_main(void *arg)
 {
     (void)arg;
     sf__call_begin_for_life();
-    struct sf__thread *me = sf__registry_register(true, sf__pool.stack_size);
+    struct sf__thread *me = sf__thread_register(true, sf__pool.stack_size);
     /* Release: sf__pool_start reads the counts (acquire) before it reports
      * the pool. */
     if (me == NULL) /* no struct: this worker never runs, the rest still do */

@@ -75,9 +75,9 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     if (traced)
         sf__trace_event(me, SF__EV_FSTART, claimed, how);
     sf__witness_assert_none("a task starts");
-    me->cur = f;
+    sf__sched(me)->cur = f;
 #if defined(__SANITIZE_THREAD__)
-    me->depth++;
+    sf__sched(me)->depth++;
 #endif
     /* The task's region is this thread's while it runs: what it makes
      * belongs to the region too, and its gets help only within it. Usually
@@ -91,12 +91,12 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
      * a pointer that is a registered thread's fiber, and check the chain
      * twice. */
     if (!local)
-        __atomic_store_n(&f->runner, (void *)me->fiber, __ATOMIC_RELAXED);
-    void *r = SF__LIKELY(region == me->region) ? f->u.fn(arg)
+        __atomic_store_n(&f->runner, (void *)sf__sched(me)->fiber, __ATOMIC_RELAXED);
+    void *r = SF__LIKELY(region == sf__sched(me)->region) ? f->u.fn(arg)
                                                : sf__run_in_region(me, f, arg, region);
-    me->cur = outer;
+    sf__sched(me)->cur = outer;
 #if defined(__SANITIZE_THREAD__)
-    me->depth--;
+    sf__sched(me)->depth--;
 #endif
     /* Trace before publishing: once DONE is visible the future may be
      * recycled, so only the local copy of its state names it afterwards. */
@@ -178,7 +178,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
  * The fork-join fast path (get.h) does not come here: it calls
  * sf__run_body directly, and pays nothing for busy time, not even a
  * branch. It is taken only by a get that passes sf__stack_room, and a
- * thread that runs no task has stack_red UINTPTR_MAX (registry.h), which
+ * thread that runs no task has stack_red UINTPTR_MAX (thread.h), which
  * fails it: its gets go through sf__get_slow, then sf__run_claimed, then
  * here. sf__run_outermost lowers stack_red to the real red line while the
  * task runs and raises it again after. So the invariant the fast path
@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) uint64_t
 sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced,
         bool batch)
 {
-    sf_future *outer = me->cur;
+    sf_future *outer = sf__sched(me)->cur;
     if (SF__UNLIKELY(outer == NULL))
         return sf__run_outermost(me, f, claimed, how, traced, batch);
     return sf__run_body(me, f, claimed, how, traced, outer,

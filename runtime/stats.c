@@ -7,8 +7,8 @@
  * owner's struct, so there is no atomic read-modify-write and no cache
  * line another thread writes. The fork-join path bumps one counter it
  * bumped before these statistics existed (c_inline) and tests one pointer
- * it loads anyway (me->cur, for busy time: run.h). Reading sums over the
- * registry with relaxed loads: each counter is its owner's latest value
+ * it loads anyway (the running task, me->cur, for busy time:
+ * run.h). Reading sums over the registry with relaxed loads: each counter is its owner's latest value
  * some moment ago, so sums are snapshots, exact once every thread is
  * quiet. Nothing here takes a lock: the registry's table only grows while
  * the runtime runs (registry.h), and the caller keeps it from being freed
@@ -30,7 +30,7 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
     /* Relaxed: the registration's store; a struct being adopted reads as
      * either kind, a snapshot like the counters. */
     r->is_worker = __atomic_load_n(&t->is_worker, __ATOMIC_RELAXED);
-    r->asleep = LOAD(t->asleep);
+    r->asleep = LOAD(sf__sched(t)->asleep);
     r->created = LOAD(t->c_created);
     r->run_inline = LOAD(t->c_inline);
     r->run_pool = LOAD(t->c_pool);
@@ -79,7 +79,7 @@ void sf__stats_sum(sf_stats *out)
         out->resumes += LOAD(t->c_resumes);
     }
     out->queued = sf__registry_queued();
-    out->asleep = sf__registry_asleep();
+    out->asleep = sf__threads_asleep();
 }
 
 int sf__stats_rows(sf_thread_stats *rows, int max)

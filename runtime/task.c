@@ -51,7 +51,7 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
     /* Relaxed, all: f is read by this thread alone until promoted, and
      * promotion copies it on this thread. (waiters: the push's.) */
     __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
-    atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
+    atomic_store_explicit(&f->region, sf__sched(me)->region, memory_order_relaxed);
 #ifdef SF_DEBUG
     /* FREE, so that the push's transition check holds whatever the memory
      * held. */
@@ -124,8 +124,8 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
  * message to the thread; f->msg then names f itself, which no message is. */
 static void *failed(struct sf__thread *me, sf_future *f)
 {
-    free(me->task_msg);
-    me->task_msg = f->msg;
+    free(sf__entry(me)->task_msg);
+    sf__entry(me)->task_msg = f->msg;
     __atomic_store_n(&f->msg, (char *)f, __ATOMIC_RELAXED);
     /* Relaxed: our own store (completion here, or the copy below). */
     errno = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
@@ -234,7 +234,7 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
     /* A thread that runs no task runs it here whatever its stack (as
      * sf__get_slow does); near the end of a task's stack it goes to a
      * fresh one as a slab future, which another thread may read. */
-    if (me->cur != NULL && !sf__stack_room(me)) {
+    if (sf__sched(me)->cur != NULL && !sf__stack_room(me)) {
         if (!sf__pending_promote_one(&me->q, f)) {
             /* No memory to move it: dropped, and said so. */
             uint64_t end = sf__with_status(claim(me, f, s), SF__DONE) | SF__FAILED | SF__SEEN;
@@ -323,7 +323,8 @@ SF_EXPORT void *sf_task_get(sf_task *t)
     SF__ASSERT_TRANSITION(s, run);
     atomic_store_explicit(&f->state, run, memory_order_relaxed);
     sf__pending_trim_local(q, f);
-    uint64_t end = sf__run_body(me, f, run, SF__HOW_INLINE, false, me->cur, SF__RUN_LOCAL);
+    uint64_t end =
+        sf__run_body(me, f, run, SF__HOW_INLINE, false, sf__sched(me)->cur, SF__RUN_LOCAL);
     return SF__LIKELY(!(end & SF__FAILED)) ? f->val : failed(me, f);
 }
 
@@ -331,5 +332,5 @@ SF_EXPORT const char *sf_task_error_message(void)
 {
     SF__OUTERMOST("sf_task_error_message", const char *, sf_task_error_message());
     struct sf__thread *me = sf__thread_self();
-    return me != NULL ? me->task_msg : NULL;
+    return me != NULL ? sf__entry(me)->task_msg : NULL;
 }
