@@ -55,7 +55,7 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
     atomic_store_explicit(&f->region, sf__sched(me)->region, memory_order_relaxed);
     /* Counted before the push, so the trace's Queue column (created minus
      * started) never sees a start before its creation. */
-    SF__BUMP(me->c_created);
+    SF__BUMP(sf__sched(me)->c_created);
 }
 
 /* sf_do off its fast path: bad arguments, a call from outside libsf, a
@@ -86,8 +86,8 @@ static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *a
         /* Not queued after all: the trace says so (the counter did not move:
          * the next Do names that tag anew). */
         SF__TRACE(me, DISCARD, tag, 0);
-        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
-                              memory_order_relaxed);
+        atomic_store_explicit(&sf__sched(me)->c_created,
+                              SF__OWN_LOAD(&sf__sched(me)->c_created) - 1, memory_order_relaxed);
         sf__future_unalloc(&me->free, f);
         errno = ENOMEM;
         return NULL;
@@ -230,7 +230,7 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
                  * accounted for (batch.h); its FIFO entry goes stale. */
                 struct sf_batch *b = sf__is_batch_task(queued) ? sf__batch_of(queued) : NULL;
                 if (me != NULL) {
-                    SF__BUMP(me->c_discarded);
+                    SF__BUMP(sf__sched(me)->c_discarded);
                     SF__TRACE(me, DISCARD, queued, 0);
                     sf__future_put(&me->free, f, queued);
                 } else {

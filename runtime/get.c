@@ -231,7 +231,7 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
     pthread_attr_destroy(&attr);
     if (e != 0)
         return e;
-    SF__BUMP(me->c_fresh_stacks);
+    SF__BUMP(sf__sched(me)->c_fresh_stacks);
     /* We wait for f there, as a get would (Deadlock), going on with our
      * parked fibers as they can: the chain may need one of them (park.c).
      * Relaxed: a hint to stop waiting; the join orders what the new thread
@@ -309,7 +309,7 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
     atomic_fetch_add_explicit(&f->waiters, 1, memory_order_relaxed);
     /* Relaxed: a statistic for the trace's Asleep column. */
     atomic_store_explicit(&sf__sched(me)->asleep, 1, memory_order_relaxed);
-    SF__BUMP(me->c_sleeps);
+    SF__BUMP(sf__sched(me)->c_sleeps);
     if (SF__UNLIKELY(sf__trace_on)) {
         sf__trace_event(me, SF__EV_SLEEP, atomic_load_explicit(&f->state, memory_order_relaxed),
                         0);
@@ -356,7 +356,7 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
     sf_future *g = sf__pending_pop(&me->q, region, claimed);
     if (g != NULL)
         return g;
-    SF__BUMP(me->c_steal_tries);
+    SF__BUMP(sf__sched(me)->c_steal_tries);
     int n = sf__registry_count();
     unsigned flags = force ? SF__STEAL_PRIVATE : 0;
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
@@ -367,7 +367,7 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
             return g;
         }
     }
-    SF__BUMP(me->c_steal_fails);
+    SF__BUMP(sf__sched(me)->c_steal_fails);
     return NULL;
 }
 
@@ -456,7 +456,7 @@ static enum look get_deep(struct sf__thread *me, struct slow_get *w)
     if (fb != NULL) {
         /* A fiber of this thread gets f; we park until it is done, and look
          * again. */
-        SF__BUMP(me->c_fresh_stacks);
+        SF__BUMP(sf__sched(me)->c_fresh_stacks);
         struct sf__park_job job = {
             .run = get_on_fiber, .next = next_help, .f = w->f, .isolated = w->isolated};
         sf__park_run(me, w->f, fb, &job, w->region);
@@ -517,7 +517,7 @@ static enum look claim_and_run_here(struct sf__thread *me, struct slow_get *w, u
 static void first_block(struct sf__thread *me, struct slow_get *w, uint64_t s)
 {
     w->blocked = true;
-    SF__BUMP(me->c_blocked);
+    SF__BUMP(sf__sched(me)->c_blocked);
     if (!w->isolated)
         return;
     /* Relaxed: a hint. The maker's region was published with the push; an

@@ -294,7 +294,7 @@ static struct sf__fiber *take_ready(struct sf__thread *me)
             sf__status(atomic_load_explicit(&w->state, memory_order_acquire)) == SF__DONE) {
             struct sf__fiber *fb = *p;
             *p = fb->next;
-            SF__BUMP(me->c_resumes); /* it runs next */
+            SF__BUMP(sf__sched(me)->c_resumes); /* it runs next */
             return fb;
         }
     }
@@ -322,7 +322,7 @@ static void fiber_main(void *arg)
             next = sf__sched(me)->parked;
             SF__ASSERT(next != NULL, "a parking fiber runs only while another is parked");
             sf__sched(me)->parked = next->next;
-            SF__BUMP(me->c_resumes);
+            SF__BUMP(sf__sched(me)->c_resumes);
         }
         sf__park_unfiber(me, fb);
         switch_to(me, next, true);
@@ -345,7 +345,7 @@ static void park_until(struct sf__thread *me, sf_future *ready, sf_future *shown
     self->ready_on = ready;
     self->next = sf__sched(me)->parked;
     sf__sched(me)->parked = self;
-    SF__BUMP(me->c_parks);
+    SF__BUMP(sf__sched(me)->c_parks);
     if (shown != NULL)
         SF__TRACE(me, PARK, atomic_load_explicit(&shown->state, memory_order_relaxed), 0);
     switch_to(me, to, false);

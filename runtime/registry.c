@@ -389,21 +389,3 @@ void sf__registry_destroy(void)
      * gone, so none is found any more. */
     sf__tls.me = NULL;
 }
-
-/* Relaxed loads, both: statistics (platform.h, SF__BUMP); a stale counter
- * makes a snapshot, never a wrong one once the threads are quiet. */
-uint64_t sf__registry_queued(void)
-{
-    int64_t q = 0;
-    for (int i = 0, n = sf__registry_count(); i < n; i++) {
-        struct sf__thread *r = sf__registry_get(i);
-        q += (int64_t)(atomic_load_explicit(&r->c_created, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_inline, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_pool, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_stolen, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_drained, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_discarded, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_cancelled, memory_order_relaxed));
-    }
-    return q < 0 ? 0 : (uint64_t)q;
-}

@@ -23,7 +23,7 @@ struct sf__thread;
 /*
  * Everything per thread. Owner-only fields are written by that thread alone.
  * The registry keeps what it needs to hand out, find, adopt and free a
- * thread, and what every layer counts; each layer above keeps its own
+ * thread; each layer above keeps its own
  * per-thread state in `upper`, as a struct declared in its own header and
  * reached through its accessor (thread.h, layer 4: sf__sched; lifecycle.h,
  * layer 5: sf__entry), at a constant offset - the fork-join fast path pays
@@ -44,14 +44,6 @@ struct sf__thread {
     uintptr_t stack_lo;        /* the thread's stack, lowest address (0: unknown) */
     size_t stack_size;         /* ... and size below its registration frame */
     struct sf__freelist free;  /* its free futures (owner) */
-    /* Counters: written by the owner only (SF__BUMP, SF__ADD), read by anyone
-     * (stats.c sums them). c_steal_tries/fails: scans of other threads'
-     * queues by a helping get or an idle worker, and those that found
-     * nothing; c_idle_sleeps: an idle worker's sleeps; c_busy_ns: time in
-     * outermost task executions (run.h, sf__run_outermost). */
-    _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
-        c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
-        c_idle_sleeps, c_busy_ns, c_parks, c_resumes;
     /* The layers above: sf__registry_init's upper_size bytes. */
     _Alignas(64) unsigned char upper[];
 };
@@ -178,13 +170,6 @@ int sf__registry_count(void);
 /* Thread i < sf__registry_count(): valid until destroy. */
 struct sf__thread *sf__registry_get(int i);
 
-/*
- * Tasks queued and not started, over all threads: created minus started
- * (inline, pool, stolen, drained) minus discarded and cancelled. Each
- * counter is exact for its owner; the sum is a snapshot taken while others
- * move, so it is clamped at 0, and exact once every thread is quiet.
- */
-uint64_t sf__registry_queued(void);
 
 /*
  * The queue of the tasks that are in no thread's queue (SF__NO_THREAD_ID:

@@ -34,7 +34,7 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
     uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
     SF__ASSERT_TRANSITION(old, done);
     if (me != NULL)
-        SF__BUMP(me->c_cancelled);
+        SF__BUMP(sf__sched(me)->c_cancelled);
     if (old & SF__ORPHAN) {
         if (me != NULL) {
             sf__future_put(&me->free, f, done);
@@ -85,7 +85,7 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
     uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, kind)
                            : sf__run_body(me, f, claimed, how, false, NULL, kind);
     sf__sched(me)->stack_red = UINTPTR_MAX;
-    SF__ADD(me->c_busy_ns, sf__now_ns() - t0);
+    SF__ADD(sf__sched(me)->c_busy_ns, sf__now_ns() - t0);
     return done;
 }
 

@@ -46,7 +46,7 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 
 /* sf__run of a task that no other task encloses on this thread (me->cur is
- * NULL): the same, timed into me->c_busy_ns (run.c). */
+ * NULL): the same, timed into sf__sched(me)->c_busy_ns (run.c). */
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
                            enum sf__how how, bool traced, bool batch);
 
@@ -64,11 +64,11 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     bool batch = kind == SF__RUN_BATCH, local = kind == SF__RUN_LOCAL;
     switch ((int)how) {
     case SF__HOW_INLINE:
-    case SF__HOW_WAIT_INLINE: SF__BUMP(me->c_inline); break;
-    case SF__HOW_POOL: SF__BUMP(me->c_pool); break;
-    case SF__HOW_STEAL: SF__BUMP(me->c_stolen); break;
-    case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
-    case SF__HOW_WAIT: SF__BUMP(me->c_stolen); break; /* sf_stats: run_stolen */
+    case SF__HOW_WAIT_INLINE: SF__BUMP(sf__sched(me)->c_inline); break;
+    case SF__HOW_POOL: SF__BUMP(sf__sched(me)->c_pool); break;
+    case SF__HOW_STEAL: SF__BUMP(sf__sched(me)->c_stolen); break;
+    case SF__HOW_DRAIN: SF__BUMP(sf__sched(me)->c_drained); break;
+    case SF__HOW_WAIT: SF__BUMP(sf__sched(me)->c_stolen); break; /* sf_stats: run_stolen */
     default: break;
     }
     SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");

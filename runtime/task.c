@@ -92,10 +92,10 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
     fill(me, f, fn, arg);
-    SF__BUMP(me->c_created);
+    SF__BUMP(sf__sched(me)->c_created);
     if (!sf__pending_push_local(&me->q, f)) {
-        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
-                              memory_order_relaxed);
+        atomic_store_explicit(&sf__sched(me)->c_created,
+                              SF__OWN_LOAD(&sf__sched(me)->c_created) - 1, memory_order_relaxed);
         errno = ENOMEM;
         return -1;
     }
@@ -115,7 +115,7 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
     fill(me, f, fn, arg);
-    SF__BUMP(me->c_created);
+    SF__BUMP(sf__sched(me)->c_created);
     sf__pending_put(&me->q, f, sf__slot_mark(f), true);
     return 0;
 }
@@ -241,7 +241,7 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
             atomic_store_explicit(&f->fail_code, ENOMEM, memory_order_relaxed);
             __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED);
             atomic_store_explicit(&f->state, end, memory_order_relaxed);
-            SF__BUMP(me->c_discarded);
+            SF__BUMP(sf__sched(me)->c_discarded);
             errno = ENOMEM;
             return NULL;
         }

@@ -65,6 +65,24 @@ struct sf__thread *sf__thread_register(bool worker, size_t stack_hint)
     return t;
 }
 
+/* Relaxed loads, both: statistics (platform.h, SF__BUMP); a stale counter
+ * makes a snapshot, never a wrong one once the threads are quiet. */
+uint64_t sf__threads_queued(void)
+{
+    int64_t q = 0;
+    for (int i = 0, n = sf__registry_count(); i < n; i++) {
+        const struct sf__sched *r = sf__sched(sf__registry_get(i));
+        q += (int64_t)(atomic_load_explicit(&r->c_created, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_inline, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_pool, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_stolen, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_drained, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_discarded, memory_order_relaxed) -
+                       atomic_load_explicit(&r->c_cancelled, memory_order_relaxed));
+    }
+    return q < 0 ? 0 : (uint64_t)q;
+}
+
 int sf__threads_asleep(void)
 {
     int a = 0;

@@ -119,6 +119,14 @@ struct sf__sched {
     int tdepth;
     bool tnamed;
     uint64_t tfibers_named; /* bit k-1: fiber k's track is named (park.c) */
+    /* Counters: written by the owner only (SF__BUMP, SF__ADD), read by anyone
+     * (stats.c sums them). c_steal_tries/fails: scans of other threads'
+     * queues by a helping get or an idle worker, and those that found
+     * nothing; c_idle_sleeps: an idle worker's sleeps; c_busy_ns: time in
+     * outermost task executions (run.h, sf__run_outermost). */
+    _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
+        c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
+        c_idle_sleeps, c_busy_ns, c_parks, c_resumes;
 };
 
 /* The bytes struct sf__sched takes in `upper`: where the next layer's part
@@ -141,6 +149,13 @@ static inline __attribute__((always_inline)) struct sf__sched *sf__sched(const s
  */
 struct sf__thread *sf__thread_register(bool worker, size_t stack_hint);
 
+/*
+ * Tasks queued and not started, over all threads: created minus started
+ * (inline, pool, stolen, drained) minus discarded and cancelled. Each
+ * counter is exact for its owner; the sum is a snapshot taken while others
+ * move, so it is clamped at 0, and exact once every thread is quiet.
+ */
+uint64_t sf__threads_queued(void);
 /* Threads asleep in a get now (their `asleep` flags). */
 int sf__threads_asleep(void);
 

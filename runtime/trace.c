@@ -190,9 +190,9 @@ void sf__trace_flush(struct sf__thread *t)
     sf__sched(t)->tlen = 0;
 }
 
-/* The Queue and Asleep columns: registry.h (sf__registry_queued, whose sum
- * is clamped, and sf__threads_asleep, thread.h). */
-static long long queued(void) { return (long long)sf__registry_queued(); }
+/* The Queue and Asleep columns: thread.h (sf__threads_queued, whose sum
+ * is clamped, and sf__threads_asleep). */
+static long long queued(void) { return (long long)sf__threads_queued(); }
 
 static int asleep(void) { return sf__threads_asleep(); }
 
