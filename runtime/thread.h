@@ -5,10 +5,11 @@
  *
  * The registry (layer 3) hands out, finds and adopts a thread's struct;
  * everything about the tasks it runs - the task running now, its failures
- * and failure scope, its isolation region, its stack's red line, its fibers,
- * its trace buffer - is this layer's, kept in the struct's `upper` bytes
- * and reached through sf__sched(me) at a constant offset. Comments write
- * me->cur for sf__sched(me)->cur, and so on for every field below.
+ * and failure scope, its isolation region, its stack's red line, its
+ * fibers, its trace buffer, its counters - is this layer's, kept in the
+ * struct's `upper` bytes and reached through sf__sched(me) at a constant
+ * offset. Comments write me->cur for sf__sched(me)->cur, and so on for
+ * every field below.
  */
 #ifndef SF_THREAD_H
 #define SF_THREAD_H
