@@ -137,11 +137,13 @@ static int start(struct sf__cfg *c)
     }
     /* The one upward callback of the runtime (tools/check-layers, SLOTS):
      * a thread's exit reaches libsf only through the pthread key that the
-     * registry (layer 3) sets when a thread registers, and threads register
-     * from layers 4 and 5 (pool workers, fresh stacks, callers), so the key
-     * stays the registry's; what an exit does - publish the thread's queue,
-     * wake the pool, flush its trace, free its fibers - is layers 2 to 4's,
-     * put together here, above them all. */
+     * registry (layer 3) sets when a thread registers. Threads register
+     * from layer 4 (sf__thread_register: pool workers and fresh stacks
+     * there, callers through lifecycle.c), so the key cannot live above
+     * the pool that registers its workers; and what an exit does - publish
+     * the thread's queue, wake the pool, flush its trace, free its fibers
+     * and its last message - is layers 2 to 5's, put together here, above
+     * them all. */
     if (sf__registry_init(SF__UPPER_BYTES, on_thread_exit) != 0) {
         if (sf__trace_on)
             sf__trace_close();
