@@ -52,10 +52,10 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
      * publishes it. */
     __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
     /* Relaxed: published with the task by the push's release store. */
-    atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
+    atomic_store_explicit(&f->region, sf__sched(me)->region, memory_order_relaxed);
     /* Counted before the push, so the trace's Queue column (created minus
      * started) never sees a start before its creation. */
-    SF__BUMP(me->c_created);
+    SF__BUMP(sf__sched(me)->c_created);
 }
 
 /* sf_do off its fast path: bad arguments, a call from outside libsf, a
@@ -86,8 +86,8 @@ static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *a
         /* Not queued after all: the trace says so (the counter did not move:
          * the next Do names that tag anew). */
         SF__TRACE(me, DISCARD, tag, 0);
-        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
-                              memory_order_relaxed);
+        atomic_store_explicit(&sf__sched(me)->c_created,
+                              SF__OWN_LOAD(&sf__sched(me)->c_created) - 1, memory_order_relaxed);
         sf__future_unalloc(&me->free, f);
         errno = ENOMEM;
         return NULL;
@@ -196,10 +196,10 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
             char *msg = NULL;
             if (SF__UNLIKELY(s & SF__FAILED)) {
                 /* Relaxed: ordered by the acquire load of DONE. */
-                code = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+                code = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
                 fn = f->u.fn;
-                msg = f->val; /* the message goes with the future */
-                __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED); /* as in sf_do */
+                msg = f->msg; /* the message goes with the future */
+                __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED); /* as in sf_do */
             }
             if (SF__LIKELY(me != NULL)) {
                 sf__future_put(&me->free, f, s);
@@ -230,7 +230,7 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
                  * accounted for (batch.h); its FIFO entry goes stale. */
                 struct sf_batch *b = sf__is_batch_task(queued) ? sf__batch_of(queued) : NULL;
                 if (me != NULL) {
-                    SF__BUMP(me->c_discarded);
+                    SF__BUMP(sf__sched(me)->c_discarded);
                     SF__TRACE(me, DISCARD, queued, 0);
                     sf__future_put(&me->free, f, queued);
                 } else {
@@ -308,7 +308,7 @@ SF_EXPORT int sf_wait(sf_future *f, void **result)
     if (sf__status(s) == SF__DONE) {
         if (s & SF__FAILED) {
             /* Relaxed: ordered by the acquire above. */
-            rc = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+            rc = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
         } else {
             rc = 0;
             if (result != NULL)
@@ -332,7 +332,7 @@ SF_EXPORT const char *sf_error_message(const sf_future *f)
     if (sf__status(s) != SF__DONE || !(s & SF__FAILED))
         return NULL;
     sf__future_mark_seen(m, s);
-    return m->val;
+    return m->msg;
 }
 
 SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx), void *ctx)
@@ -347,7 +347,7 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
     struct sf__thread *me = sf__thread_self();
     /* A task, or a loop's body run by a thread that runs no task (a frame
      * naming none is innermost: failure.h, Scopes). */
-    if (code <= 0 || me == NULL || (me->cur == NULL && sf__scope_here(me) == NULL)) {
+    if (code <= 0 || me == NULL || (sf__sched(me)->cur == NULL && sf__scope_here(me) == NULL)) {
         errno = EINVAL;
         return -1;
     }
@@ -380,10 +380,10 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
 SF_EXPORT int sf_cancelled(void)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me == NULL || me->cur == NULL)
+    if (me == NULL || sf__sched(me)->cur == NULL)
         return 0;
     /* Relaxed: a request, seen sooner or later; nothing is read through it. */
-    uint64_t s = atomic_load_explicit(&me->cur->state, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&sf__sched(me)->cur->state, memory_order_relaxed);
     if (!(s & SF__CANCEL))
         return 0;
     /* The task was told: it ends cancelled (unless it failed already). */

@@ -43,12 +43,12 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg)
     /* A batch task belongs to no isolation region: the batch is its own
      * unit, served by whoever takes from it. Relaxed: as val. */
     atomic_store_explicit(&f->region, 0, memory_order_relaxed);
-    SF__BUMP(me->c_created); /* before the add, as in sf_do */
+    SF__BUMP(sf__sched(me)->c_created); /* before the add, as in sf_do */
     uint64_t s;
     int e = sf__batch_push(me, b, f, &s);
     if (e != 0) {
-        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
-                              memory_order_relaxed);
+        atomic_store_explicit(&sf__sched(me)->c_created,
+                              SF__OWN_LOAD(&sf__sched(me)->c_created) - 1, memory_order_relaxed);
         sf__future_unalloc(&me->free, f);
         errno = e;
         return NULL;

@@ -36,7 +36,7 @@ int sf__failure_set(struct sf__thread *me, int code, char *msg)
     struct sf__scope *s = sf__scope_here(me);
     if (s != NULL)
         return scope_fail(s, code, msg);
-    if (me->cur == NULL) {
+    if (sf__sched(me)->cur == NULL) {
         free(msg);
         return EINVAL;
     }
@@ -45,7 +45,7 @@ int sf__failure_set(struct sf__thread *me, int code, char *msg)
 
 int sf__failure_set_task(struct sf__thread *me, int code, char *msg, bool seen)
 {
-    sf_future *f = me->cur;
+    sf_future *f = sf__sched(me)->cur;
     /* Relaxed: FAILED is ours alone to set; the CAS below decides against
      * the CANCEL and ORPHAN bits other threads may add meanwhile. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
@@ -60,7 +60,7 @@ int sf__failure_set_task(struct sf__thread *me, int code, char *msg, bool seen)
     /* Relaxed, and so is the CAS above: both reach getters through the
      * completion's release of DONE. A getter that reads region before that
      * sees FAILED and ignores it (get.c, Isolation). */
-    atomic_store_explicit(&f->region, (uint32_t)code, memory_order_relaxed);
+    atomic_store_explicit(&f->fail_code, (uint32_t)code, memory_order_relaxed);
     if (msg == NULL)
         return 0;
     struct sf__failure *rec = malloc(sizeof *rec);
@@ -70,17 +70,17 @@ int sf__failure_set_task(struct sf__thread *me, int code, char *msg, bool seen)
     }
     rec->f = f;
     rec->msg = msg;
-    rec->next = me->fails;
-    me->fails = rec;
+    rec->next = sf__sched(me)->fails;
+    sf__sched(me)->fails = rec;
     return 0;
 }
 
 char *sf__failure_take_message(struct sf__thread *me, sf_future *f)
 {
-    struct sf__failure *rec = me->fails;
+    struct sf__failure *rec = sf__sched(me)->fails;
     if (rec == NULL || rec->f != f)
         return NULL;
-    me->fails = rec->next;
+    sf__sched(me)->fails = rec->next;
     char *msg = rec->msg;
     free(rec);
     return msg;

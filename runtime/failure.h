@@ -65,22 +65,22 @@ static inline void sf__scope_push(struct sf__thread *me, struct sf__scope_frame 
                                   struct sf__scope *s)
 {
     fr->scope = s;
-    fr->task = me->cur;
-    fr->outer = me->scope;
-    me->scope = fr;
+    fr->task = sf__sched(me)->cur;
+    fr->outer = sf__sched(me)->scope;
+    sf__sched(me)->scope = fr;
 }
 
 static inline void sf__scope_pop(struct sf__thread *me, struct sf__scope_frame *fr)
 {
-    SF__ASSERT(me->scope == fr, "scope frames pop in the order they were pushed");
-    me->scope = fr->outer;
+    SF__ASSERT(sf__sched(me)->scope == fr, "scope frames pop in the order they were pushed");
+    sf__sched(me)->scope = fr->outer;
 }
 
 /* Owner: the scope a sf_fail() here reports to, or NULL: the task me->cur. */
 static inline struct sf__scope *sf__scope_here(const struct sf__thread *me)
 {
-    const struct sf__scope_frame *fr = me->scope;
-    return fr != NULL && fr->task == me->cur ? fr->scope : NULL;
+    const struct sf__scope_frame *fr = sf__sched(me)->scope;
+    return fr != NULL && fr->task == sf__sched(me)->cur ? fr->scope : NULL;
 }
 
 /* Has scope s failed? A hint (relaxed): a stale false runs a grain more. */

@@ -218,23 +218,33 @@ void sf__future_free_shared(sf_future *f)
     discard_and_cool(done);
 }
 
-void sf__futures_each(void (*fn)(sf_future *f, uint64_t state))
+sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state)
 {
-    /* No lock: fn may run user code (an unhandled-failure hook), and nobody
-     * else uses futures now. Arenas are only ever added at the head. */
-    for (struct arena *a = arenas; a != NULL; a = a->next)
-        for (size_t i = 1; i < ARENA_SLABS; i++) {
-            if (a->slab[i].cold)
+    /* No lock: the caller may run user code (an unhandled-failure hook)
+     * between two calls, and nobody else uses futures now. Arenas are only
+     * ever added at the head, so the cursor's arena stays valid. */
+    struct arena *a = c->arena != NULL ? c->arena : arenas;
+    if (c->slab == 0)
+        c->slab = 1; /* slab 0 holds the arena's header */
+    for (; a != NULL; a = a->next, c->slab = 1, c->k = 0)
+        for (; c->slab < ARENA_SLABS; c->slab++, c->k = 0) {
+            if (a->slab[c->slab].cold)
                 continue;
-            sf_future *fs = (sf_future *)a->slab[i].mem;
-            for (size_t k = 0; k < SLAB_FUTURES; k++) {
+            sf_future *fs = (sf_future *)a->slab[c->slab].mem;
+            while (c->k < SLAB_FUTURES) {
+                sf_future *f = &fs[c->k++];
                 /* Relaxed: nobody else uses futures now (the caller's
                  * contract). */
-                uint64_t s = atomic_load_explicit(&fs[k].state, memory_order_relaxed);
-                if (s != SF__FREE)
-                    fn(&fs[k], s);
+                uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+                if (s != SF__FREE) {
+                    c->arena = a;
+                    *state = s;
+                    return f;
+                }
             }
         }
+    c->arena = NULL;
+    return NULL;
 }
 
 /* Every slab of the arena list from `a` discarded and cold, pushed on

@@ -7,8 +7,8 @@
  *   state = tag << SF__TAG_SHIFT | flags | status
  *
  * Flags: ORPHAN (released while it runs), CANCEL (sf_cancel asked the
- * running task to stop), FAILED (done with a failure: val holds the message,
- * region the code), SEEN (a getter saw that failure: no unhandled report).
+ * running task to stop), FAILED (done with a failure: msg holds the message,
+ * fail_code the code), SEEN (a getter saw that failure: no unhandled report).
  *
  * The tag names the push that queued this incarnation of the future: the
  * queuing thread's id in its high bits, that thread's push counter below.
@@ -35,7 +35,7 @@
  *   MOVED -> DONE[|FAILED|SEEN] its getter copied the slab future's end back
  * (CANCEL and ORPHAN combine; the runner's completion drops both.)
  *
- * While RUNNING, val holds the runner's struct sf__thread (run.h), which is
+ * While RUNNING, runner names the fiber that runs it (run.h), which is
  * how a getter about to sleep follows a chain of waits (get.c, Deadlock).
  *
  * Tasks in caller storage (sf_task, task.c). A future may also live in
@@ -46,7 +46,7 @@
  * Local futures), it is got only by its maker, and nobody waits on it. To
  * let others run its task, its owner promotes it: copies the task into a
  * slab future with the same tag, puts that one in the slot, and marks the
- * local one MOVED, its val naming the slab future. A MOVED future's getter
+ * local one MOVED, its moved_to naming the slab future. A MOVED future's getter
  * gets the slab future instead and copies its end back.
  */
 #ifndef SF_FUTURE_H
@@ -66,7 +66,7 @@ enum sf__status {
     SF__RUNNING = 2,
     SF__DONE = 3,
     SF__MOVED = 4 /* a task in caller storage whose task moved to a slab future
-                   * (val); below, Tasks in caller storage */
+                   * (moved_to); below, Tasks in caller storage */
 };
 #define SF__STATUS_MASK UINT64_C(7)
 #define SF__ORPHAN UINT64_C(8)
@@ -94,32 +94,39 @@ struct sf_future {
         void *(*fn)(void *); /* the task, while not FREE */
         sf_future *next;     /* free-list link, while FREE */
     } u;
-    void *val;                 /* the argument until the task runs, then its result */
-    _Atomic uint64_t state;    /* see above; sf__future_futex is the futex word */
-    _Atomic uint32_t waiters;  /* getters asleep on this future (get.c) */
-    /* The isolation region the task belongs to, 0 for none (get.c,
-     * Isolation): written by its maker before the push publishes it, and by
-     * an isolated get that claimed it; read by claimers that filter. */
-    _Atomic uint32_t region;
+    /* One word, named by what the state says it holds. A slab future's is
+     * stored with relaxed atomics, since a getter that follows a chain of
+     * waits may read it at any time (get.c, Deadlock); each access says
+     * which store publishes it. */
+    union {
+        void *val;           /* PENDING: the argument; DONE: the result */
+        void *runner;        /* RUNNING: the struct sf__fiber it runs on
+                              * (run.h), for getters that follow a chain of
+                              * waits (get.c, Deadlock) */
+        char *msg;           /* DONE|FAILED: the failure's message (malloc'd,
+                              * or NULL), the future's until a getter takes it */
+        sf_future *moved_to; /* MOVED: the slab future its task moved to
+                              * (below, Tasks in caller storage) */
+    };
+    _Atomic uint64_t state;  /* see above; sf__future_futex is the futex word */
+    union {
+        _Atomic uint32_t waiters;    /* a slab future: getters asleep on it (get.c) */
+        _Atomic uint32_t local_slot; /* a local future while pending: the low
+                                      * bits of its queue slot's index (pending.h,
+                                      * Local futures); nobody sleeps on it, and
+                                      * its claimer zeroes it (as waiters) */
+    };
+    union {
+        /* Not FAILED: the isolation region the task belongs to, 0 for none
+         * (get.c, Isolation): written by its maker before the push
+         * publishes it, and by an isolated get that claimed it; read by
+         * claimers that filter. */
+        _Atomic uint32_t region;
+        /* FAILED: the failure's code (failure.h), which replaces the
+         * region once the task has failed. */
+        _Atomic uint32_t fail_code;
+    };
 };
-
-/*
- * Regions (get.c, Isolation). A helper - a blocked get running other pending
- * work - passes the region it helps within: 0 outside any region, which
- * admits every task but those of closed regions; a region, which admits its
- * own tasks only. A closed region (SF__REGION_CLOSED set: a parallel loop's,
- * parfor.c) is helped with by its own threads and by idle workers alone.
- * Idle workers and the drain pass SF__REGION_ANY. Region numbers are below
- * SF__REGION_CLOSED - 1, so no closed region is SF__REGION_ANY.
- */
-#define SF__REGION_CLOSED 0x80000000u
-#define SF__REGION_ANY 0xffffffffu
-
-static inline bool sf__region_admits(uint32_t helper, uint32_t task)
-{
-    return helper == SF__REGION_ANY ||
-           (helper == 0 ? !(task & SF__REGION_CLOSED) : task == helper);
-}
 
 static inline uint64_t sf__status(uint64_t s) { return s & SF__STATUS_MASK; }
 static inline uint64_t sf__tag(uint64_t s) { return s >> SF__TAG_SHIFT; }
@@ -209,9 +216,16 @@ void sf__future_free_shared(sf_future *f);
 /* Gives every slab's memory back to the system (the mappings stay, reading
  * as FREE futures): only when no thread uses a future (sf_shutdown). */
 void sf__futures_free_all(void);
-/* Calls fn on every future not FREE: only when no thread uses a future
- * (sf_shutdown, before sf__futures_free_all). */
-void sf__futures_each(void (*fn)(sf_future *f, uint64_t state));
+/* A walk over every future not FREE: only when no thread uses a future
+ * (sf_shutdown, before sf__futures_free_all). A cursor starts zeroed;
+ * sf__futures_next returns the next such future and its state, or NULL
+ * once every one was seen. (A walk, not a visitor function: layer 1 calls
+ * no code of the layers above it.) */
+struct sf__futures_cursor {
+    void *arena; /* future.c's arena list, NULL: from the first */
+    size_t slab, k;
+};
+sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state);
 void sf__freelist_destroy(struct sf__freelist *fl);
 /* Is f in an arena of a runtime that is gone (future.c, Resting arenas): a
  * future of a stopped runtime, or of a forked parent's? For reports. */

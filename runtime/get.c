@@ -61,7 +61,7 @@
  * get - its own future, or one of the futures of its callers. A fiber goes
  * back to an outer frame only when the inner one ends, and helped work runs
  * on other fibers, so the links are: f RUNNING names the fiber it runs on
- * (val, run.h); a fiber names the future its innermost get waits for
+ * (runner, run.h); a fiber names the future its innermost get waits for
  * (waiting_on, with a stamp from a global clock), published when that get
  * parks or first sleeps - a get stuck in a cycle does one or the other
  * sooner or later, and one that does neither pays nothing. A chain that
@@ -76,12 +76,12 @@
  * same tag is the same incarnation, RUNNING until it ends; a wait with the
  * same stamp is the same wait, in progress until it ends), so all of them
  * held at once between the two passes: a real cycle, which never resolves.
- * A runner is accepted only if val is a fiber of a registered thread (val
- * holds the task's argument until the runner overwrites it, and a program
+ * A runner is accepted only if it is a fiber of a registered thread (the
+ * word holds the task's argument until the runner overwrites it, and a program
  * cannot pass our structs as arguments). A future that runs on our own
  * fiber (f RUNNING here) is a cycle at once: our frame cannot end before
  * this get. The check runs only before a sleep, so the fork-join path never
- * pays for it. Links run from fiber to fiber (registry.h, struct sf__fiber):
+ * pays for it. Links run from fiber to fiber (thread.h, struct sf__fiber):
  * a task goes on only when the fiber it runs on does, and a fiber waits for
  * one future at a time.
  */
@@ -108,11 +108,11 @@ static int chain(struct sf__fiber *me, sf_future *f, struct link *l)
 {
     sf_future *h = f;
     for (int n = 0; n < CHAIN_MAX; n++) {
-        /* Acquire: a runner's val store precedes its later waits. */
+        /* Acquire: a runner's store of runner precedes its later waits. */
         uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
         if (sf__status(s) != SF__RUNNING)
             return 0;
-        void *v = __atomic_load_n(&h->val, __ATOMIC_RELAXED);
+        void *v = __atomic_load_n(&h->runner, __ATOMIC_RELAXED);
         struct sf__fiber *r = v == (void *)me ? me : is_fiber(v) ? v : NULL;
         if (r == NULL)
             return 0;
@@ -132,7 +132,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
                                                    struct watch *w)
 {
     struct link now[CHAIN_MAX];
-    int n = chain(me->fiber, f, now);
+    int n = chain(sf__sched(me)->fiber, f, now);
     if (n == 1)
         return true; /* f runs here, below this get */
     bool same = n > 0 && n == w->n && memcmp(now, w->prev, (size_t)n * sizeof now[0]) == 0;
@@ -144,7 +144,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
     if (!same)
         return false;
     /* Relaxed: our own stamp. */
-    uint64_t mine = atomic_load_explicit(&me->fiber->wait_stamp, memory_order_relaxed);
+    uint64_t mine = atomic_load_explicit(&sf__sched(me)->fiber->wait_stamp, memory_order_relaxed);
     for (int i = 0; i < n - 1; i++)
         if (now[i].stamp > mine)
             return false; /* a later wait closed it: that get fails */
@@ -155,7 +155,7 @@ static __attribute__((noinline)) bool closes_cycle(struct sf__thread *me, sf_fut
  * was in, to restore. */
 static struct link begin_wait(struct sf__thread *me, sf_future *f)
 {
-    struct sf__fiber *fb = me->fiber;
+    struct sf__fiber *fb = sf__sched(me)->fiber;
     /* Relaxed: our own fields. */
     struct link outer = {.w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed),
                          .stamp = atomic_load_explicit(&fb->wait_stamp, memory_order_relaxed)};
@@ -167,14 +167,14 @@ static struct link begin_wait(struct sf__thread *me, sf_future *f)
  * wait. */
 static void end_wait(struct sf__thread *me, struct link outer)
 {
-    sf__wait_publish(me->fiber, outer.w, outer.stamp);
+    sf__wait_publish(sf__sched(me)->fiber, outer.w, outer.stamp);
 }
 
 /*
  * Deep chains. Running the awaited task is never refused, so a chain of
  * nested gets nests as deep as the program recurses, and a million levels do
  * not fit any stack. A get whose frame is below its stack's red line (the
- * last quarter of the stack, registry.c; sf__stack_room) runs its task on a
+ * last quarter of the stack, thread.c; sf__stack_room) runs its task on a
  * fresh stack instead: a fiber of this thread (get_on_fiber) gets f there -
  * claiming it and running it, or helping and waiting like any getter -
  * while this one parks until f is done. A chain thus continues on a new
@@ -196,7 +196,7 @@ static void *fresh_main(void *arg)
 {
     struct fresh *fr = arg;
     sf__call_begin_for_life();
-    struct sf__thread *me = sf__registry_register(false, sf__pool.stack_size);
+    struct sf__thread *me = sf__thread_register(false, sf__pool.stack_size);
     if (me == NULL) {
         fr->err = errno;
         return NULL;
@@ -231,7 +231,7 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
     pthread_attr_destroy(&attr);
     if (e != 0)
         return e;
-    SF__BUMP(me->c_fresh_stacks);
+    SF__BUMP(sf__sched(me)->c_fresh_stacks);
     /* We wait for f there, as a get would (Deadlock), going on with our
      * parked fibers as they can: the chain may need one of them (park.c).
      * Relaxed: a hint to stop waiting; the join orders what the new thread
@@ -248,16 +248,17 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
 }
 
 /* Less than a sixteenth of the stack left: too little to run a task here.
- * Under ThreadSanitizer, also past 5/4 of its nesting bound (registry.h),
+ * Under ThreadSanitizer, also past 5/4 of its nesting bound (thread.h),
  * which stands for the stack there: levels beyond the bound take four
  * frames each (through sf__get_slow). */
 static bool stack_exhausted(const struct sf__thread *me)
 {
 #if defined(__SANITIZE_THREAD__)
-    if (me->depth >= SF__TSAN_NEST / 4 * 5)
+    if (sf__sched(me)->depth >= SF__TSAN_NEST / 4 * 5)
         return true;
 #endif
-    return (uintptr_t)__builtin_frame_address(0) - me->stack_lo < me->stack_size / 16;
+    const struct sf__sched *s = sf__sched(me);
+    return (uintptr_t)__builtin_frame_address(0) - s->stack_lo < s->stack_size / 16;
 }
 
 /*
@@ -277,7 +278,7 @@ static bool stack_exhausted(const struct sf__thread *me)
  * else it waits without helping. Waiting without helping never costs
  * deadlock freedom, which rests on step 3 alone (top comment).
  *
- * Closed regions (future.h). A parallel loop (parfor.c) runs in a region of
+ * Closed regions (pending.h, Regions). A parallel loop (parfor.c) runs in a region of
  * its own with the closed bit: its caller and its participants help only
  * with the loop's work, and a thread outside it - a get in no region
  * included - never runs a participant or anything a body made while it
@@ -289,7 +290,7 @@ static _Atomic uint32_t last_region;
 static uint32_t new_region(void)
 {
     /* Relaxed: only uniqueness matters. 0 means "none", and the closed bit
-     * is the caller's to add (future.h): both skipped on wrap. */
+     * is the caller's to add (pending.h, Regions): both skipped on wrap. */
     uint32_t r;
     do
         r = (atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1) &
@@ -307,8 +308,8 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
      * of the state, which is all the Dekker pair with sf__run needs. */
     atomic_fetch_add_explicit(&f->waiters, 1, memory_order_relaxed);
     /* Relaxed: a statistic for the trace's Asleep column. */
-    atomic_store_explicit(&me->asleep, 1, memory_order_relaxed);
-    SF__BUMP(me->c_sleeps);
+    atomic_store_explicit(&sf__sched(me)->asleep, 1, memory_order_relaxed);
+    SF__BUMP(sf__sched(me)->c_sleeps);
     if (SF__UNLIKELY(sf__trace_on)) {
         sf__trace_event(me, SF__EV_SLEEP, atomic_load_explicit(&f->state, memory_order_relaxed),
                         0);
@@ -324,7 +325,7 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
         sf__futex_wait(sf__future_futex(f), (uint32_t)s, nap_ns);
     /* Relaxed: a statistic, and a count a runner reads only to decide
      * whether to wake; a stale non-zero costs one spurious wake. */
-    atomic_store_explicit(&me->asleep, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__sched(me)->asleep, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
     SF__TRACE(me, WAKE, s, 0);
 }
@@ -334,7 +335,7 @@ void *sf__get_failed(sf_future *f)
     /* Acquire: the caller saw DONE; the code was written before it. */
     sf__future_mark_seen(f, atomic_load_explicit(&f->state, memory_order_acquire));
     /* Relaxed: ordered by the acquire above. */
-    errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+    errno = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
     return NULL;
 }
 
@@ -355,7 +356,7 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
     sf_future *g = sf__pending_pop(&me->q, region, claimed);
     if (g != NULL)
         return g;
-    SF__BUMP(me->c_steal_tries);
+    SF__BUMP(sf__sched(me)->c_steal_tries);
     int n = sf__registry_count();
     unsigned flags = force ? SF__STEAL_PRIVATE : 0;
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
@@ -366,7 +367,7 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
             return g;
         }
     }
-    SF__BUMP(me->c_steal_fails);
+    SF__BUMP(sf__sched(me)->c_steal_fails);
     return NULL;
 }
 
@@ -382,15 +383,23 @@ static void help_job(struct sf__thread *me, struct sf__park_job *job)
     sf__run_claimed(me, job->f, job->claimed, SF__HOW_STEAL);
 }
 
-/* A fiber's next job, once its last is done: more help within region - with
- * the waiting get's bookkeeping first, as it would do between two helped
- * tasks (sf__get_slow): thieves that asked for our private tasks, or found
- * only finished slots at our top, are answered. */
-static bool next_help(struct sf__thread *me, struct sf__park_job *job, uint32_t region)
+/* Between two looks at f while it runs elsewhere, and between two helped
+ * tasks: thieves that asked for our private tasks are answered, and our
+ * top is kept on a pending task - workers scan from there, and claims by
+ * others leave finished slots. */
+static void answer_thieves(struct sf__thread *me)
 {
     if (sf__pending_poll(&me->q))
         sf__pool_notify();
     sf__pending_trim_top(&me->q, UINT64_MAX);
+}
+
+/* A fiber's next job, once its last is done: more help within region - with
+ * the waiting get's bookkeeping first, as it does between two helped tasks
+ * (answer_thieves). */
+static bool next_help(struct sf__thread *me, struct sf__park_job *job, uint32_t region)
+{
+    answer_thieves(me);
     job->f = find_help(me, false, region, &job->claimed, &job->from);
     job->run = help_job;
     return job->f != NULL;
@@ -405,19 +414,185 @@ static void get_on_fiber(struct sf__thread *me, struct sf__park_job *job)
     errno = saved;
 }
 
-void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
-{
-    unsigned rounds = 0;
-    bool blocked = false, dry = false;
-    long nap = NAP_MIN_NS;
-    struct link outer_wait = {0};
-    bool published = false;
-    struct watch watch = {0, NULL};
-    int err = 0;
+/* A slow get of f, across its looks at f. */
+struct slow_get {
+    sf_future *f;
+    bool isolated;
     /* Helping stays within the region of the task running here, if any;
      * an isolated get's within its task's (Isolation). */
-    uint32_t region = me->region;
-    bool may_help = true;
+    uint32_t region;
+    bool may_help;
+    bool blocked;             /* f was seen RUNNING elsewhere */
+    bool dry;                 /* no work found since the last helped task */
+    unsigned rounds;          /* looks without work: spins, then yields */
+    long nap;                 /* the next sleep's length */
+    bool published;           /* our wait is published (Deadlock) ... */
+    struct link outer_wait;   /* ... and this is the one it replaced */
+    struct watch watch;       /* the chain seen before the last sleep */
+    int err;                  /* the get fails with this errno */
+};
+
+/* What a look at f decided: look again; f is DONE (or was shed: DONE
+ * soon, with ECANCELED); the get fails (w->err); or (get_deep) f is still
+ * to be claimed, in place. */
+enum look { LOOK_AGAIN, LOOK_DONE, LOOK_FAILED, LOOK_IN_PLACE };
+
+/* Helped or went on: the next wait starts its backoff afresh. */
+static void backoff_reset(struct slow_get *w)
+{
+    w->rounds = 0;
+    w->dry = false;
+    w->nap = NAP_MIN_NS;
+}
+
+/* f is PENDING (state s) and this frame is below the red line in a task
+ * (Deep chains): get f on a fresh stack - a fiber of this thread, else a
+ * new thread. LOOK_AGAIN once that is done (f DONE, or claimed meanwhile);
+ * LOOK_FAILED with w->err when no fresh stack can be had and this one is
+ * exhausted; LOOK_IN_PLACE when none can be had but room is left here. */
+static enum look get_deep(struct sf__thread *me, struct slow_get *w)
+{
+    struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
+    if (fb != NULL) {
+        /* A fiber of this thread gets f; we park until it is done, and look
+         * again. */
+        SF__BUMP(sf__sched(me)->c_fresh_stacks);
+        struct sf__park_job job = {
+            .run = get_on_fiber, .next = next_help, .f = w->f, .isolated = w->isolated};
+        sf__park_run(me, w->f, fb, &job, w->region);
+        return LOOK_AGAIN;
+    }
+    int e = get_on_fresh_stack(me, w->f, w->isolated);
+    if (e == 0)
+        return LOOK_AGAIN; /* f is DONE now */
+    if ((e != EAGAIN && e != ENOMEM) || stack_exhausted(me)) {
+        w->err = e;
+        return LOOK_FAILED;
+    }
+    /* No thread (or no memory) for a fresh stack, but room left here. */
+    return LOOK_IN_PLACE;
+}
+
+/* Step 3 (top comment): f is PENDING in state s - claim it, whatever queue
+ * holds it, and run it here. LOOK_DONE once it ran (or was shed past a
+ * shutdown's deadline: DONE either way); LOOK_AGAIN when another claimer
+ * won, or a fresh stack got it; LOOK_FAILED with w->err. */
+static enum look claim_and_run_here(struct sf__thread *me, struct slow_get *w, uint64_t s)
+{
+    sf_future *f = w->f;
+    /* A thread that runs no task yet runs f here whatever its stack: a
+     * fresh stack would be no bigger. */
+    if (SF__UNLIKELY(!sf__stack_room(me)) && sf__sched(me)->cur != NULL) {
+        enum look l = get_deep(me, w);
+        if (l != LOOK_IN_PLACE)
+            return l;
+    }
+    uint64_t run = sf__with_status(s, SF__RUNNING);
+    bool mine = sf__pending_holds(&me->q, s);
+    struct sf__pending *q = sf__queue_of(s);
+    /* Another thread's private task, got by its handle: its owner is asked
+     * to publish what it pushes from now on (pending.h, Handed-over
+     * futures). Acquire: as in sf__pending_claim_foreign. */
+    if (!mine && sf__tag(s) >= atomic_load_explicit(&q->pub_seq, memory_order_acquire))
+        sf__pending_ask_public(q);
+    if (!(mine ? sf__pending_claim_own(q, f, &s, run) : sf__pending_claim_foreign(q, f, &s, run)))
+        return LOOK_AGAIN;
+    if (mine)
+        sf__pending_trim(q, f);
+    /* Past a shutdown's deadline a task no longer starts here either: its
+     * getters, this one included, see ECANCELED (sf_shutdown_timeout). */
+    if (SF__UNLIKELY(sf__pool_past_deadline())) {
+        sf__pool_shed(me, f, run);
+        return LOOK_DONE;
+    }
+    /* Relaxed: f is ours now; sf__run reads it on this thread. */
+    if (w->isolated)
+        atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);
+    sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
+    return LOOK_DONE;
+}
+
+/* f was first seen RUNNING elsewhere (state s): counted, and an isolated
+ * get learns the region it may help within (Isolation). */
+static void first_block(struct sf__thread *me, struct slow_get *w, uint64_t s)
+{
+    w->blocked = true;
+    SF__BUMP(sf__sched(me)->c_blocked);
+    if (!w->isolated)
+        return;
+    /* Relaxed: a hint. The maker's region was published with the push; an
+     * isolated getter that claimed f may have just set a new one that we
+     * miss. Either way we help within one region, or not at all. A task
+     * that failed already keeps its code there (fail_code): no region
+     * then. */
+    w->region = atomic_load_explicit(&w->f->region, memory_order_relaxed);
+    w->may_help = w->region != 0 && !(s & SF__FAILED);
+    /* What this thread queued may run on workers meanwhile (sf_get_isolated
+     * did not submit before claiming). */
+    sf__get_submit(me, sf__trace_on);
+}
+
+/* Step 4's helping (top comment), f RUNNING elsewhere: a parked fiber of
+ * ours whose future is done goes on first; then work to help with runs on
+ * another fiber while this one parks (park.c). True if either happened: we
+ * went on later, and look at f again. */
+static bool help(struct sf__thread *me, struct slow_get *w)
+{
+    if (sf__park_any(me) && sf__park_resume_ready(me, w->f))
+        return true;
+    if (!w->may_help)
+        return false;
+    struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
+    if (fb == NULL)
+        return false;
+    struct sf__park_job job = {.run = help_job, .next = next_help};
+    job.f = find_help(me, w->rounds >= SPIN_ROUNDS, w->region, &job.claimed, &job.from);
+    if (job.f == NULL) {
+        sf__park_unfiber(me, fb);
+        return false;
+    }
+    sf__park_run(me, w->f, fb, &job, w->region);
+    return true;
+}
+
+/* Step 4 with nothing to help with: spin (SPIN_ROUNDS looks with pauses),
+ * yield (YIELD_ROUNDS looks after sched_yield), then sleep on f, with naps
+ * doubling up to NAP_MAX_NS (shorter while fibers are parked here: they
+ * may go on). Before each sleep, a get that closes a cycle of gets fails
+ * with EDEADLK (Deadlock): false then, with w->err. */
+static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
+{
+    if (w->rounds < SPIN_ROUNDS) {
+        w->rounds++;
+        for (int i = 0; i < 16; i++)
+            sf__pause();
+        return true;
+    }
+    if (w->rounds < SPIN_ROUNDS + YIELD_ROUNDS) {
+        w->rounds++;
+        sched_yield();
+        return true;
+    }
+    /* The wait is published at the first sleep: a get stuck in a cycle
+     * sleeps sooner or later, and one that never sleeps pays nothing. */
+    if (!w->published) {
+        w->published = true;
+        w->outer_wait = begin_wait(me, w->f);
+    }
+    if (closes_cycle(me, w->f, &w->watch)) {
+        w->err = EDEADLK;
+        return false;
+    }
+    sleep_on(me, w->f, sf__park_any(me) && w->nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : w->nap);
+    w->nap = w->nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : w->nap * 2;
+    return true;
+}
+
+/* Steps 3 and 4 of the top comment, looking at f again after each. */
+void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
+{
+    struct slow_get w = {.f = f, .isolated = isolated, .region = sf__sched(me)->region,
+                         .may_help = true, .nap = NAP_MIN_NS};
     for (;;) {
         /* Acquire: DONE makes the runner's val visible. */
         uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
@@ -425,139 +600,35 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
         if (st == SF__DONE)
             break;
         if (st == SF__PENDING) {
-            /* A thread that runs no task yet runs f here whatever its
-             * stack: a fresh stack would be no bigger. */
-            if (SF__UNLIKELY(!sf__stack_room(me)) && me->cur != NULL) {
-                struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
-                if (fb != NULL) {
-                    /* A fiber of this thread gets f (Deep chains); we park
-                     * until it is done, and look again. */
-                    SF__BUMP(me->c_fresh_stacks);
-                    struct sf__park_job job = {
-                        .run = get_on_fiber, .next = next_help, .f = f, .isolated = isolated};
-                    sf__park_run(me, f, fb, &job, region);
-                    continue;
-                }
-                int e = get_on_fresh_stack(me, f, isolated);
-                if (e == 0)
-                    continue; /* f is DONE now */
-                if ((e != EAGAIN && e != ENOMEM) || stack_exhausted(me)) {
-                    err = e;
-                    break;
-                }
-                /* No thread (or no memory) for a fresh stack, but room left
-                 * here: go on in place. */
-            }
-            uint64_t run = sf__with_status(s, SF__RUNNING);
-            bool mine = sf__pending_holds(&me->q, s);
-            struct sf__pending *q = sf__queue_of(s);
-            /* Another thread's private task, got by its handle: its owner
-             * is asked to publish what it pushes from now on (pending.h,
-             * Handed-over futures). Acquire: as in sf__pending_claim_foreign. */
-            if (!mine && sf__tag(s) >= atomic_load_explicit(&q->pub_seq, memory_order_acquire))
-                sf__pending_ask_public(q);
-            if (mine ? sf__pending_claim_own(q, f, &s, run)
-                     : sf__pending_claim_foreign(q, f, &s, run)) {
-                if (mine)
-                    sf__pending_trim(q, f);
-                /* Past a shutdown's deadline a task no longer starts here
-                 * either: its getters, this one included, see ECANCELED
-                 * (sf_shutdown_timeout). */
-                if (SF__UNLIKELY(sf__pool_past_deadline())) {
-                    sf__pool_shed(me, f, run);
-                    break;
-                }
-                /* Relaxed: f is ours now; sf__run reads it on this thread. */
-                if (isolated)
-                    atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);
-                sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
-                break;
-            }
-            continue;
+            enum look l = claim_and_run_here(me, &w, s);
+            if (l == LOOK_AGAIN)
+                continue;
+            break;
         }
         if (st != SF__RUNNING || (s & SF__ORPHAN)) {
             /* FREE or orphaned: the caller released it before getting. */
-            err = EINVAL;
+            w.err = EINVAL;
             break;
         }
-        if (!blocked) {
-            blocked = true;
-            SF__BUMP(me->c_blocked);
-            /* Relaxed: a hint. The maker's region was published with the
-             * push; an isolated getter that claimed f may have just set a
-             * new one that we miss. Either way we help within one region,
-             * or not at all. A task that failed already keeps its code
-             * there (failure.h): no region then. */
-            if (isolated) {
-                region = atomic_load_explicit(&f->region, memory_order_relaxed);
-                may_help = region != 0 && !(s & SF__FAILED);
-                /* What this thread queued may run on workers meanwhile
-                 * (sf_get_isolated did not submit before claiming). */
-                sf__get_submit(me, sf__trace_on);
-            }
-        }
-        if (sf__pending_poll(&me->q)) /* thieves may be waiting for our private tasks */
-            sf__pool_notify();
-        /* Workers scan from our top: keep it on a pending task while we
-         * wait (claims by others leave finished slots there). */
-        sf__pending_trim_top(&me->q, UINT64_MAX);
-        /* A parked fiber of ours whose future is done goes on first; then
-         * work to help with runs on another fiber while this one parks
-         * (park.c). Either way we look again once resumed. */
-        if (sf__park_any(me) && sf__park_resume_ready(me, f)) {
-            rounds = 0;
-            dry = false;
-            nap = NAP_MIN_NS;
+        if (!w.blocked)
+            first_block(me, &w, s);
+        answer_thieves(me);
+        if (help(me, &w)) {
+            backoff_reset(&w);
             continue;
         }
-        if (may_help) {
-            struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
-            if (fb != NULL) {
-                struct sf__park_job job = {.run = help_job, .next = next_help};
-                job.f = find_help(me, rounds >= SPIN_ROUNDS, region, &job.claimed, &job.from);
-                if (job.f != NULL) {
-                    sf__park_run(me, f, fb, &job, region);
-                    rounds = 0;
-                    dry = false;
-                    nap = NAP_MIN_NS;
-                    continue;
-                }
-                sf__park_unfiber(me, fb);
-            }
-        }
-        if (!dry) {
-            dry = true;
+        if (!w.dry) {
+            w.dry = true;
             SF__TRACE(me, NON_PENDING, s, 0);
         }
-        if (rounds < SPIN_ROUNDS) {
-            rounds++;
-            for (int i = 0; i < 16; i++)
-                sf__pause();
-            continue;
-        }
-        if (rounds < SPIN_ROUNDS + YIELD_ROUNDS) {
-            rounds++;
-            sched_yield();
-            continue;
-        }
-        /* The wait is published at the first sleep: a get stuck in a cycle
-         * sleeps sooner or later, and one that never sleeps pays nothing. */
-        if (!published) {
-            published = true;
-            outer_wait = begin_wait(me, f);
-        }
-        if (closes_cycle(me, f, &watch)) {
-            err = EDEADLK;
+        if (!spin_yield_sleep(me, &w))
             break;
-        }
-        sleep_on(me, f, sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap);
-        nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
-    if (published)
-        end_wait(me, outer_wait);
-    free(watch.prev);
-    if (err != 0) {
-        errno = err;
+    if (w.published)
+        end_wait(me, w.outer_wait);
+    free(w.watch.prev);
+    if (w.err != 0) {
+        errno = w.err;
         return NULL;
     }
     /* Acquire: DONE was read with acquire above; this reads it again for

@@ -13,7 +13,7 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);
 /* A get's end on f, DONE with FAILED: marks the failure seen and returns
  * NULL with errno set to its code. */
 void *sf__get_failed(sf_future *f);
-/* A new closed region (future.h; Isolation in get.c): a parallel loop's. */
+/* A new closed region (pending.h, Regions; Isolation in get.c): a parallel loop's. */
 uint32_t sf__region_new_closed(void);
 
 /*
@@ -63,8 +63,8 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
         uint64_t run = sf__with_status(s, SF__RUNNING);
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);
-            SF__ASSERT(me->cur != NULL, "the fast path runs only inside a task (run.h)");
-            uint64_t done = sf__run_body(me, f, run, SF__HOW_INLINE, traced, me->cur,
+            SF__ASSERT(sf__sched(me)->cur != NULL, "the fast path runs only inside a task (run.h)");
+            uint64_t done = sf__run_body(me, f, run, SF__HOW_INLINE, traced, sf__sched(me)->cur,
                                          SF__RUN_QUEUED);
             if (traced)
                 sf__trace_event(me, SF__EV_GDONE, run, 0);

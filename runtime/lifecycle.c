@@ -62,6 +62,19 @@ static void on_thread_exit(struct sf__thread *t)
     /* No fiber of it is parked (an outermost call drains them before it
      * returns, park.c): their stacks go with it. */
     sf__park_release(t);
+    /* Nobody asks this thread for a message any more (sf.h). */
+    free(sf__entry(t)->task_msg);
+    sf__entry(t)->task_msg = NULL;
+}
+
+/* Frees every thread's struct, with what each layer's part holds. Nobody
+ * may use them any more. */
+static void destroy_threads(void)
+{
+    for (int i = 0, n = sf__registry_count(); i < n; i++)
+        free(sf__entry(sf__registry_get(i))->task_msg);
+    sf__threads_free();
+    sf__registry_destroy();
 }
 
 static int open_trace(struct sf__cfg *c)
@@ -122,7 +135,16 @@ static int start(struct sf__cfg *c)
         errno = err;
         return -1;
     }
-    if (sf__registry_init(on_thread_exit) != 0) {
+    /* The one upward callback of the runtime (tools/check-layers, SLOTS):
+     * a thread's exit reaches libsf only through the pthread key that the
+     * registry (layer 3) sets when a thread registers. Threads register
+     * from layer 4 (sf__thread_register: pool workers and fresh stacks
+     * there, callers through lifecycle.c), so the key cannot live above
+     * the pool that registers its workers; and what an exit does - publish
+     * the thread's queue, wake the pool, flush its trace, free its fibers
+     * and its last message - is layers 2 to 5's, put together here, above
+     * them all. */
+    if (sf__registry_init(SF__UPPER_BYTES, on_thread_exit) != 0) {
         if (sf__trace_on)
             sf__trace_close();
         return -1;
@@ -133,7 +155,7 @@ static int start(struct sf__cfg *c)
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
      * configuration above. */
     atomic_store_explicit(&state, SF__UP, memory_order_release);
-    struct sf__thread *me = sf__registry_register(false, 0); /* the starter is thread 0 */
+    struct sf__thread *me = sf__thread_register(false, 0); /* the starter is thread 0 */
     if (me != NULL && sf__trace_on) {
         sf__trace_restart_clock(); /* Time 0.000 is the Init line */
         sf__trace_event(me, SF__EV_INIT, (uint64_t)c->threads, (uint64_t)(c->threads - 1));
@@ -145,7 +167,7 @@ static int start(struct sf__cfg *c)
         atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
         if (sf__trace_on)
             sf__trace_close();
-        sf__registry_destroy();
+        destroy_threads();
         sf__futures_free_all();
         errno = err;
         return -1;
@@ -203,7 +225,7 @@ struct sf__thread *sf__enter_slow(void)
         if (me != NULL)
             return me;
     }
-    return sf__registry_register(false, 0);
+    return sf__thread_register(false, 0);
 }
 
 /*
@@ -270,10 +292,10 @@ static void failure_at_shutdown(sf_future *f, uint64_t s)
     if (!(s & SF__SEEN))
         /* Relaxed: every thread that wrote it was joined or synchronised
          * with us (sf.h: no calls race with sf_shutdown). */
-        sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed), f->val,
+        sf__failure_report((int)atomic_load_explicit(&f->fail_code, memory_order_relaxed), f->msg,
                            f->u.fn);
-    free(f->val);
-    f->val = NULL;
+    free(f->msg);
+    f->msg = NULL;
 }
 
 #ifdef SF_DEBUG
@@ -294,7 +316,7 @@ static void check_never_got(struct sf__thread *t, const char *name)
 static long refuse_reentrant(const char *name)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me != NULL && (me->cur != NULL || me->is_worker)) {
+    if (me != NULL && (sf__sched(me)->cur != NULL || me->is_worker)) {
         fprintf(stderr, "libsf: %s() called from inside a task; ignored\n", name);
     } else if (sf__failure_in_hook()) {
         fprintf(stderr, "libsf: %s() called from an unhandled-failure hook; ignored\n", name);
@@ -391,7 +413,10 @@ static long stop(uint64_t deadline_ns, const char *name)
         sf__stats_print(threads_cfg); /* quiet now: every count is final */
     /* Failures nobody saw, on futures nobody released: reported now, with
      * no lock held (the hook is the program's code). */
-    sf__futures_each(failure_at_shutdown);
+    struct sf__futures_cursor walk = {0};
+    uint64_t fs;
+    for (sf_future *f; (f = sf__futures_next(&walk, &fs)) != NULL;)
+        failure_at_shutdown(f, fs);
     if (sf__trace_on) {
         if (me != NULL)
             sf__trace_event(me, SF__EV_SHUTDOWN, drained, 0);
@@ -401,7 +426,7 @@ static long stop(uint64_t deadline_ns, const char *name)
     sf__batch_free_all(); /* drained above; those never closed go now */
     for (int i = 0, n = sf__registry_count(); i < n; i++)
         sf__park_free(sf__registry_get(i)); /* nothing parked: every call drained */
-    sf__registry_destroy();
+    destroy_threads();
     sf__futures_free_all();
     /* Relaxed: the next start reads it under `life`; sf__enter_slow's
      * acquire load only needs to see "not UP" to take the lock. */

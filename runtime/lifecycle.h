@@ -13,6 +13,23 @@
  * join, no lock held) -> DOWN. */
 enum sf__life { SF__DOWN = 0, SF__UP = 1, SF__STOPPING = 2 };
 
+/* What the entry points keep per thread, in the struct's `upper` after the
+ * scheduler's part (registry.h, thread.h). Owner only. */
+struct sf__entry {
+    /* The message of the last task in caller storage whose get failed here,
+     * or of the last loop that failed here (task.c, parfor.c): freed at the
+     * next such failure, at the thread's exit, or at shutdown. */
+    char *task_msg;
+};
+/* The bytes every struct's `upper` holds: the scheduler's part, then ours. */
+#define SF__UPPER_BYTES (SF__SCHED_BYTES + sizeof(struct sf__entry))
+
+/* t's entry-point part. */
+static inline struct sf__entry *sf__entry(struct sf__thread *t)
+{
+    return (struct sf__entry *)(void *)(t->upper + SF__SCHED_BYTES);
+}
+
 struct sf__thread *sf__enter_slow(void);
 
 /*

@@ -300,8 +300,8 @@ static void *participant_task(void *arg)
 
 /* The end of a loop whose every participant has ended: the code of its
  * failure, 0 if no body reported one; the failure's message becomes this
- * thread's (task_msg, task.c: freed at the next failure, or with the
- * thread). */
+ * thread's (task_msg, lifecycle.h: freed at the next failure, at the
+ * thread's exit, or at shutdown). */
 static int loop_result(struct sf__thread *me, struct sf__scope *fail)
 {
     /* Relaxed: every body ran on this thread or in a participant whose
@@ -310,8 +310,8 @@ static int loop_result(struct sf__thread *me, struct sf__scope *fail)
     int code = atomic_load_explicit(&fail->code, memory_order_relaxed);
     if (code == 0)
         return 0;
-    free(me->task_msg);
-    me->task_msg = fail->msg;
+    free(sf__entry(me)->task_msg);
+    sf__entry(me)->task_msg = fail->msg;
     fail->msg = NULL;
     return code;
 }
@@ -390,8 +390,8 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
      * and whatever bodies make are stamped with it (sf_do), this thread
      * helps only with them until the loop ends, and helpers outside the
      * loop never take them. */
-    uint32_t outer_region = me->region;
-    me->region = sf__region_new_closed();
+    uint32_t outer_region = sf__sched(me)->region;
+    sf__sched(me)->region = sf__region_new_closed();
     int made = 0;
     while (made < parts - 1 &&
            (L->part[made + 1].task = sf_do(participant_task, &L->part[made + 1])) != NULL)
@@ -427,7 +427,7 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
             loop_unref(L);
         sf_release(f);
     }
-    me->region = outer_region;
+    sf__sched(me)->region = outer_region;
     /* A participant still running (err) may yet fail the loop: its scope
      * is read only once every participant has ended. */
     if (err == 0)

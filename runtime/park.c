@@ -9,7 +9,7 @@
  * the frame below it made a cycle the program does not have, and a get of a
  * short task returned only after the long one it helped with.
  *
- * Parking. Each thread has fibers (registry.h, struct sf__fiber): its own
+ * Parking. Each thread has fibers (thread.h, struct sf__fiber): its own
  * stack, the base, and up to SF__FIBERS parking fibers with stacks of their
  * own (fiber.h: a context switch pinned to the thread, so TLS and errno stay
  * the thread's). A get that waits for f and finds work to help with parks:
@@ -139,10 +139,10 @@ bool sf__park_is_fiber(const void *p)
 {
     for (int i = 0, n = sf__registry_count(); i < n; i++) {
         struct sf__thread *t = sf__registry_get(i);
-        if (&t->base == p)
+        if (&sf__sched(t)->base == p)
             return true;
         /* Acquire: pairs with the release that published the array. */
-        struct sf__fiber *fs = atomic_load_explicit(&t->fibers, memory_order_acquire);
+        struct sf__fiber *fs = atomic_load_explicit(&sf__sched(t)->fibers, memory_order_acquire);
         if (fs != NULL && (const char *)p >= (const char *)fs &&
             (const char *)p < (const char *)(fs + SF__FIBERS) &&
             ((const char *)p - (const char *)fs) % sizeof *fs == 0)
@@ -155,35 +155,35 @@ bool sf__park_is_fiber(const void *p)
 
 static void save_frame(const struct sf__thread *me, struct sf__frame *f)
 {
-    f->cur = me->cur;
-    f->fails = me->fails;
-    f->scope = me->scope;
+    f->cur = sf__sched(me)->cur;
+    f->fails = sf__sched(me)->fails;
+    f->scope = sf__sched(me)->scope;
     f->batch_frames = sf__batch_frames;
-    f->stack_lo = me->stack_lo;
-    f->stack_size = me->stack_size;
-    f->stack_red = me->stack_red;
-    f->stack_red_task = me->stack_red_task;
-    f->region = me->region;
-    f->tdepth = me->tdepth;
+    f->stack_lo = sf__sched(me)->stack_lo;
+    f->stack_size = sf__sched(me)->stack_size;
+    f->stack_red = sf__sched(me)->stack_red;
+    f->stack_red_task = sf__sched(me)->stack_red_task;
+    f->region = sf__sched(me)->region;
+    f->tdepth = sf__sched(me)->tdepth;
 #if defined(__SANITIZE_THREAD__)
-    f->depth = me->depth;
+    f->depth = sf__sched(me)->depth;
 #endif
 }
 
 static void load_frame(struct sf__thread *me, const struct sf__frame *f)
 {
-    me->cur = f->cur;
-    me->fails = f->fails;
-    me->scope = f->scope;
+    sf__sched(me)->cur = f->cur;
+    sf__sched(me)->fails = f->fails;
+    sf__sched(me)->scope = f->scope;
     sf__batch_frames = f->batch_frames;
-    me->stack_lo = f->stack_lo;
-    me->stack_size = f->stack_size;
-    me->stack_red = f->stack_red;
-    me->stack_red_task = f->stack_red_task;
-    me->region = f->region;
-    me->tdepth = f->tdepth;
+    sf__sched(me)->stack_lo = f->stack_lo;
+    sf__sched(me)->stack_size = f->stack_size;
+    sf__sched(me)->stack_red = f->stack_red;
+    sf__sched(me)->stack_red_task = f->stack_red_task;
+    sf__sched(me)->region = f->region;
+    sf__sched(me)->tdepth = f->tdepth;
 #if defined(__SANITIZE_THREAD__)
-    me->depth = f->depth;
+    sf__sched(me)->depth = f->depth;
 #endif
 }
 
@@ -192,12 +192,12 @@ static void load_frame(struct sf__thread *me, const struct sf__frame *f)
  * it is, and this does not return. */
 static void switch_to(struct sf__thread *me, struct sf__fiber *to, bool final)
 {
-    struct sf__fiber *from = me->fiber;
+    struct sf__fiber *from = sf__sched(me)->fiber;
     SF__ASSERT(to->thread == me, "a fiber is resumed only on its own thread");
     SF__ASSERT(to != from, "a fiber switches to another");
     save_frame(me, &from->saved);
     load_frame(me, &to->saved);
-    me->fiber = to;
+    sf__sched(me)->fiber = to;
     SF__TRACE(me, FIBER, (uint64_t)to->index, 0);
     if (final)
         sf__ctx_switch_final(&from->ctx, &to->ctx);
@@ -208,48 +208,48 @@ static void switch_to(struct sf__thread *me, struct sf__fiber *to, bool final)
 
 struct sf__fiber *sf__park_fiber(struct sf__thread *me, size_t stack_size)
 {
-    struct sf__fiber *fb = me->spare;
+    struct sf__fiber *fb = sf__sched(me)->spare;
     if (fb != NULL) {
-        me->spare = fb->next;
-        me->nspare--;
+        sf__sched(me)->spare = fb->next;
+        sf__sched(me)->nspare--;
         fb->cold = false;
         return fb;
     }
-    if (me->nfibers == SF__FIBERS)
+    if (sf__sched(me)->nfibers == SF__FIBERS)
         return NULL;
     /* Relaxed: our own store. */
-    struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
+    struct sf__fiber *fs = atomic_load_explicit(&sf__sched(me)->fibers, memory_order_relaxed);
     if (fs == NULL) {
         if ((fs = calloc(SF__FIBERS, sizeof *fs)) == NULL)
             return NULL;
         /* Release: a deadlock check that finds the array (acquire) finds it
          * zeroed, and each fiber's thread, set below before it runs a task
          * whose val names it. */
-        atomic_store_explicit(&me->fibers, fs, memory_order_release);
+        atomic_store_explicit(&sf__sched(me)->fibers, fs, memory_order_release);
     }
     /* The array may be an exited thread's, kept for this struct's next
      * owner (sf__park_release): only the wait record carries over. */
-    fb = &fs[me->nfibers];
+    fb = &fs[sf__sched(me)->nfibers];
     if (sf__stack_alloc(&fb->stack, stack_size) != 0)
         return NULL;
     fb->thread = me;
     fb->cold = false;
-    fb->index = me->nfibers + 1;
-    me->nfibers++;
+    fb->index = sf__sched(me)->nfibers + 1;
+    sf__sched(me)->nfibers++;
     return fb;
 }
 
 void sf__park_unfiber(struct sf__thread *me, struct sf__fiber *fb)
 {
-    fb->next = me->spare;
-    me->spare = fb;
-    me->nspare++;
-    if (me->nspare <= SPARE_KEPT)
+    fb->next = sf__sched(me)->spare;
+    sf__sched(me)->spare = fb;
+    sf__sched(me)->nspare++;
+    if (sf__sched(me)->nspare <= SPARE_KEPT)
         return;
     /* Beyond the newest SPARE_KEPT spares, a stack keeps its mapping for
      * the next job and gives its memory back - not fb's, which may be the
      * stack this runs on (fiber_main). */
-    struct sf__fiber *old = me->spare;
+    struct sf__fiber *old = sf__sched(me)->spare;
     for (int k = 0; k < SPARE_KEPT; k++)
         old = old->next;
     for (; old != NULL && !old->cold; old = old->next) {
@@ -261,32 +261,32 @@ void sf__park_unfiber(struct sf__thread *me, struct sf__fiber *fb)
 void sf__park_release(struct sf__thread *me)
 {
     /* Relaxed: the owner's own store, or a thread the caller outlives. */
-    struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
+    struct sf__fiber *fs = atomic_load_explicit(&sf__sched(me)->fibers, memory_order_relaxed);
     if (fs == NULL)
         return;
-    for (int i = 0; i < me->nfibers; i++) {
+    for (int i = 0; i < sf__sched(me)->nfibers; i++) {
         sf__ctx_destroy(&fs[i].ctx);
         sf__stack_free(&fs[i].stack);
     }
-    me->nfibers = 0;
-    me->spare = NULL;
-    me->nspare = 0;
+    sf__sched(me)->nfibers = 0;
+    sf__sched(me)->spare = NULL;
+    sf__sched(me)->nspare = 0;
 }
 
 void sf__park_free(struct sf__thread *me)
 {
     sf__park_release(me);
     /* Relaxed: a thread the caller outlives, no getter left (park.h). */
-    struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
+    struct sf__fiber *fs = atomic_load_explicit(&sf__sched(me)->fibers, memory_order_relaxed);
     free(fs);
-    atomic_store_explicit(&me->fibers, NULL, memory_order_relaxed);
+    atomic_store_explicit(&sf__sched(me)->fibers, NULL, memory_order_relaxed);
 }
 
 /* The newest parked fiber that can go on (its future done, or none: it
  * yielded), taken off the list; NULL if none can. */
 static struct sf__fiber *take_ready(struct sf__thread *me)
 {
-    for (struct sf__fiber **p = &me->parked; *p != NULL; p = &(*p)->next) {
+    for (struct sf__fiber **p = &sf__sched(me)->parked; *p != NULL; p = &(*p)->next) {
         /* Acquire on the state: the fiber, resumed, reads what the task
          * wrote before DONE. */
         sf_future *w = (*p)->ready_on;
@@ -294,7 +294,7 @@ static struct sf__fiber *take_ready(struct sf__thread *me)
             sf__status(atomic_load_explicit(&w->state, memory_order_acquire)) == SF__DONE) {
             struct sf__fiber *fb = *p;
             *p = fb->next;
-            SF__BUMP(me->c_resumes); /* it runs next */
+            SF__BUMP(sf__sched(me)->c_resumes); /* it runs next */
             return fb;
         }
     }
@@ -319,10 +319,10 @@ static void fiber_main(void *arg)
         if (next == NULL) {
             if (job.next(me, &job, fb->help_region))
                 continue;
-            next = me->parked;
+            next = sf__sched(me)->parked;
             SF__ASSERT(next != NULL, "a parking fiber runs only while another is parked");
-            me->parked = next->next;
-            SF__BUMP(me->c_resumes);
+            sf__sched(me)->parked = next->next;
+            SF__BUMP(sf__sched(me)->c_resumes);
         }
         sf__park_unfiber(me, fb);
         switch_to(me, next, true);
@@ -337,15 +337,15 @@ static void fiber_main(void *arg)
 static void park_until(struct sf__thread *me, sf_future *ready, sf_future *shown,
                        struct sf__fiber *to)
 {
-    struct sf__fiber *self = me->fiber;
+    struct sf__fiber *self = sf__sched(me)->fiber;
     /* Relaxed: our own fields. */
     sf_future *was = atomic_load_explicit(&self->waiting_on, memory_order_relaxed);
     uint64_t stamp = atomic_load_explicit(&self->wait_stamp, memory_order_relaxed);
     sf__wait_publish(self, shown, sf__wait_stamp());
     self->ready_on = ready;
-    self->next = me->parked;
-    me->parked = self;
-    SF__BUMP(me->c_parks);
+    self->next = sf__sched(me)->parked;
+    sf__sched(me)->parked = self;
+    SF__BUMP(sf__sched(me)->c_parks);
     if (shown != NULL)
         SF__TRACE(me, PARK, atomic_load_explicit(&shown->state, memory_order_relaxed), 0);
     switch_to(me, to, false);
@@ -369,12 +369,12 @@ void sf__park_run(struct sf__thread *me, sf_future *f, struct sf__fiber *fb,
     fb->help_region = region;
     struct sf__frame *st = &fb->saved;
     *st = (struct sf__frame){0};
-    st->cur = me->cur;
-    st->region = me->region;
+    st->cur = sf__sched(me)->cur;
+    st->region = sf__sched(me)->region;
     st->stack_lo = fb->stack.lo;
     st->stack_size = fb->stack.size;
     st->stack_red_task = fb->stack.lo + fb->stack.size / 4;
-    st->stack_red = me->cur != NULL ? st->stack_red_task : UINTPTR_MAX;
+    st->stack_red = sf__sched(me)->cur != NULL ? st->stack_red_task : UINTPTR_MAX;
     sf__ctx_make(&fb->ctx, &fb->stack, fiber_main, fb);
     park(me, f, fb);
 }
@@ -405,12 +405,12 @@ static void nap_on(sf_future *f, long nap_ns)
 bool sf__park_runs_here(const struct sf__thread *me, const sf_future *f)
 {
     /* Relaxed: f is this thread's (a task in caller storage), and so is
-     * the store of val that names its runner. */
-    const void *v = __atomic_load_n(&f->val, __ATOMIC_RELAXED);
+     * the store of runner. */
+    const void *v = __atomic_load_n(&f->runner, __ATOMIC_RELAXED);
     /* Relaxed: our own store. */
-    const struct sf__fiber *fs = atomic_load_explicit(&me->fibers, memory_order_relaxed);
-    return v != me->fiber &&
-           (v == &me->base || (fs != NULL && (const char *)v >= (const char *)fs &&
+    const struct sf__fiber *fs = atomic_load_explicit(&sf__sched(me)->fibers, memory_order_relaxed);
+    return v != sf__sched(me)->fiber &&
+           (v == &sf__sched(me)->base || (fs != NULL && (const char *)v >= (const char *)fs &&
                                (const char *)v < (const char *)(fs + SF__FIBERS)));
 }
 
@@ -424,7 +424,7 @@ void sf__park_wait_local(struct sf__thread *me, sf_future *f)
             continue;
         }
         /* None can go on: they wait for tasks that run elsewhere. */
-        sf_future *w = me->parked != NULL ? me->parked->waiting_on : NULL;
+        sf_future *w = sf__sched(me)->parked != NULL ? sf__sched(me)->parked->waiting_on : NULL;
         if (w != NULL) {
             nap_on(w, SF__PARKED_NAP_NS);
         } else {
@@ -436,12 +436,13 @@ void sf__park_wait_local(struct sf__thread *me, sf_future *f)
 
 void sf__park_drain(struct sf__thread *me)
 {
-    while (me->parked != NULL) {
+    while (sf__sched(me)->parked != NULL) {
         if (sf__park_resume_ready(me, NULL))
             continue;
         /* None can go on: the newest waits for a task running elsewhere.
          * Relaxed: our own store; the parked get holds its future. */
-        sf_future *w = atomic_load_explicit(&me->parked->waiting_on, memory_order_relaxed);
+        sf_future *w =
+            atomic_load_explicit(&sf__sched(me)->parked->waiting_on, memory_order_relaxed);
         nap_on(w, SF__PARKED_NAP_NS);
     }
 }

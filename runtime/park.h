@@ -41,7 +41,7 @@ void sf__park_release(struct sf__thread *me);
  * fibers too. */
 void sf__park_free(struct sf__thread *me);
 
-/* Is p a fiber of a registered thread (registry.h, struct sf__fiber)? For
+/* Is p a fiber of a registered thread (thread.h, struct sf__fiber)? For
  * the deadlock detector (get.c), which accepts only those as runners. */
 bool sf__park_is_fiber(const void *p);
 
@@ -81,7 +81,10 @@ void sf__park_wait_local(struct sf__thread *me, sf_future *f);
 #define SF__PARKED_NAP_NS 1000000L
 
 /* Owner: does this thread have parked fibers? */
-static inline bool sf__park_any(const struct sf__thread *me) { return me->parked != NULL; }
+static inline bool sf__park_any(const struct sf__thread *me)
+{
+    return sf__sched(me)->parked != NULL;
+}
 
 /* Before an outermost call returns to the program, and before a pool worker
  * or a fresh stack ends: resumes this thread's parked fibers as their

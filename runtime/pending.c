@@ -34,7 +34,7 @@ static void check_marked(const struct sf__pending *q, const struct sf__ring *r, 
     /* Relaxed: this thread's own stores if it is still our future; else
      * whatever the memory holds now, which is what is checked. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
-    uint32_t w = atomic_load_explicit(&f->waiters, memory_order_relaxed);
+    uint32_t w = atomic_load_explicit(&f->local_slot, memory_order_relaxed);
     if (!sf__pending_holds(q, s) || (uint32_t)sf__tag(s) != r->seq[i & r->mask] ||
         w != (uint32_t)i)
         sf__misuse("an sf_task (%p) was not got before its memory went away (sf_task_get it "
@@ -197,7 +197,7 @@ bool sf__pending_grow(struct sf__pending *q)
 }
 
 /* Owner: claim its newest pending task (helping while a get waits), if
- * `region` admits it (future.h, sf__region_admits). Tasks of a region are
+ * `region` admits it (pending.h, Regions). Tasks of a region are
  * the newest while its task runs here, so a newest one outside it means
  * none is left. */
 sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed)
@@ -222,10 +222,10 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
             if (!sf__pending_claim_own(q, f, &s, sf__with_status(s, SF__RUNNING)))
                 continue; /* claimed or released meanwhile: look again */
             sf__pending_set_bottom(q, b - 1);
-            /* A local future's waiters held its index (sf__pending_put):
-             * nobody sleeps on it, and its completion reads 0 there. */
+            /* A local future's local_slot held its index (sf__pending_put):
+             * nobody sleeps on it, and its completion reads 0 as waiters. */
             if (sf__slot_local(SF__OWN_LOAD(&r->slot[(b - 1) & r->mask])))
-                atomic_store_explicit(&f->waiters, 0, memory_order_relaxed);
+                atomic_store_explicit(&f->local_slot, 0, memory_order_relaxed);
             *claimed = s;
             return f;
         }
@@ -236,7 +236,7 @@ sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *cla
 
 /*
  * Any thread but the owner: claim the oldest task of q that `flags` allow
- * and `region` admits (future.h), looking at most `limit` slots from the top. Asks the
+ * and `region` admits (pending.h, Regions), looking at most `limit` slots from the top. Asks the
  * owner to publish (`want`) when it saw only private tasks.
  */
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
@@ -328,7 +328,7 @@ static uint64_t local_slot(struct sf__ring *r, uint64_t tp, uint64_t b, sf_futur
     if (b <= tp)
         return UINT64_MAX;
     uint64_t i = local_index(
-        b, atomic_load_explicit(&sf__slot_future(slot)->waiters, memory_order_relaxed));
+        b, atomic_load_explicit(&sf__slot_future(slot)->local_slot, memory_order_relaxed));
     if (i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == slot)
         return i;
     for (i = b; i > tp; i--)
@@ -414,7 +414,7 @@ void sf__pending_trim_local_slow(struct sf__pending *q, sf_future *f)
     uint64_t tp = SF__OWN_LOAD(&q->top);
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
     /* Relaxed: written by this thread alone (sf__pending_put). */
-    uint64_t i = local_index(b, atomic_load_explicit(&f->waiters, memory_order_relaxed));
+    uint64_t i = local_index(b, atomic_load_explicit(&f->local_slot, memory_order_relaxed));
     SF__ASSERT(b > tp && i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == sf__slot_mark(f),
                "a claimed local future's slot is where its waiters says");
     /* Relaxed: scanners never read through a marked slot, so they need no
@@ -456,7 +456,7 @@ static bool promote(struct sf__pending *q, struct sf__ring *r, uint64_t i, sf_fu
      * publicity through pub_seq (its release store). */
     atomic_store_explicit(&r->slot[i & r->mask], g, memory_order_relaxed);
     /* Relaxed, both: f is read by this thread alone. */
-    __atomic_store_n(&f->val, (void *)g, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->moved_to, g, __ATOMIC_RELAXED);
     SF__ASSERT_TRANSITION(s, sf__with_status(s, SF__MOVED));
     atomic_store_explicit(&f->state, sf__with_status(s, SF__MOVED), memory_order_relaxed);
     return true;
@@ -544,7 +544,7 @@ bool sf__pending_local_queued(const struct sf__pending *q, sf_future *f)
     const struct sf__ring *r = SF__OWN_LOAD(&q->ring);
     if (b <= tp)
         return false;
-    uint64_t i = local_index(b, atomic_load_explicit(&f->waiters, memory_order_relaxed));
+    uint64_t i = local_index(b, atomic_load_explicit(&f->local_slot, memory_order_relaxed));
     return i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == sf__slot_mark(f) &&
            r->seq[i & r->mask] == (uint32_t)sf__tag(s);
 }

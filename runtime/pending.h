@@ -205,6 +205,27 @@ static inline bool sf__pending_holds_own(const struct sf__pending *q, uint64_t s
     return sf__status(s) == SF__PENDING && sf__tag(s) - q->tag0 < q->tag_span;
 }
 
+/*
+ * Regions: the claim filter of isolation (get.c, Isolation, says why and
+ * who opens regions; a future's region field holds its task's). Pops and
+ * steals admit only the tasks that the claimer's region allows. A helper -
+ * a blocked get running other pending work - passes the region it helps
+ * within: 0 outside any region, which admits every task but those of
+ * closed regions; a region, which admits its own tasks only. A closed
+ * region (SF__REGION_CLOSED set: a parallel loop's, parfor.c) is helped
+ * with by its own threads and by idle workers alone. Idle workers and the
+ * drain pass SF__REGION_ANY. Region numbers are below SF__REGION_CLOSED -
+ * 1, so no closed region is SF__REGION_ANY.
+ */
+#define SF__REGION_CLOSED 0x80000000u
+#define SF__REGION_ANY 0xffffffffu
+
+static inline bool sf__region_admits(uint32_t helper, uint32_t task)
+{
+    return helper == SF__REGION_ANY ||
+           (helper == 0 ? !(task & SF__REGION_CLOSED) : task == helper);
+}
+
 bool sf__pending_grow(struct sf__pending *q);
 sf_future *sf__pending_pop(struct sf__pending *q, uint32_t region, uint64_t *claimed);
 sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t region, uint64_t limit,
@@ -254,13 +275,13 @@ sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local
     atomic_store_explicit(&f->state, tagged, local ? memory_order_relaxed : memory_order_release);
     /* Relaxed: the slot is published by the release store of bottom. */
     atomic_store_explicit(&r->slot[i], slot, memory_order_relaxed);
-    /* A local future has no sleepers (future.h): its waiters holds the low
+    /* A local future has no sleepers (future.h): its local_slot holds the low
      * bits of its slot's index while it is pending, for the owner's trims
      * (sf__pending_trim_local and its slow path, and sf__pending_trim_slow
      * of a marked slot); its claimer zeroes it off the fast path. Relaxed: this
      * thread's alone. */
     if (local)
-        atomic_store_explicit(&f->waiters, (uint32_t)b, memory_order_relaxed);
+        atomic_store_explicit(&f->local_slot, (uint32_t)b, memory_order_relaxed);
     /* Release: a scanner that loads bottom (acquire) sees the slot. */
     atomic_store_explicit(&q->bottom, b + 1, memory_order_release);
     /* Relaxed: a hint; a push that misses a fresh request only leaves that
@@ -387,7 +408,7 @@ static inline void sf__pending_trim_local(struct sf__pending *q, sf_future *f)
     SF__OWNER_CHECK(q, "trimming a pending queue");
     uint64_t b = SF__OWN_LOAD(&q->bottom);
     /* Relaxed: written by this thread alone (sf__pending_put). */
-    uint32_t idx = atomic_load_explicit(&f->waiters, memory_order_relaxed);
+    uint32_t idx = atomic_load_explicit(&f->local_slot, memory_order_relaxed);
     if (SF__LIKELY(b > SF__OWN_LOAD(&q->top) && (uint32_t)(b - 1) == idx))
         sf__pending_set_bottom(q, b - 1);
     else

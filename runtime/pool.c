@@ -55,7 +55,7 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
     /* Relaxed: set once, before a wake-up of every worker (sf__pool_drain). */
     if (SF__UNLIKELY(atomic_load_explicit(&sf__pool.draining, memory_order_relaxed)))
         flags = SF__STEAL_PRIVATE;
-    SF__BUMP(me->c_steal_tries);
+    SF__BUMP(sf__sched(me)->c_steal_tries);
     for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
          k++, i = i + 1 == n ? 0 : i + 1) {
         struct sf__thread *v = sf__registry_get(i);
@@ -67,7 +67,7 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
             return f;
         }
     }
-    SF__BUMP(me->c_steal_fails);
+    SF__BUMP(sf__sched(me)->c_steal_fails);
     return NULL;
 }
 
@@ -131,7 +131,7 @@ static void *worker_main(void *arg)
 {
     (void)arg;
     sf__call_begin_for_life();
-    struct sf__thread *me = sf__registry_register(true, sf__pool.stack_size);
+    struct sf__thread *me = sf__thread_register(true, sf__pool.stack_size);
     /* Release: sf__pool_start reads the counts (acquire) before it reports
      * the pool. */
     if (me == NULL) /* no struct: this worker never runs, the rest still do */
@@ -185,7 +185,7 @@ static void *worker_main(void *arg)
         /* Acquire: as the loop's test of stop. */
         if (f == NULL && !atomic_load_explicit(&sf__pool.stop, memory_order_acquire)) {
             SF__TRACE(me, IDLE, 0, 0);
-            SF__BUMP(me->c_idle_sleeps);
+            SF__BUMP(sf__sched(me)->c_idle_sleeps);
             if (sf__trace_on)
                 sf__trace_flush(me); /* a sleeping thread's lines should be readable */
             /* With fibers parked, look at them again soon: their futures

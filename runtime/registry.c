@@ -49,7 +49,11 @@ static _Atomic int nthreads;
 static struct sf__thread *dead;
 static pthread_key_t exit_key;
 static bool exit_key_live; /* between init and destroy: only a live key is deleted */
+/* lifecycle.c's on_thread_exit: the runtime's one sanctioned upward
+ * callback (lifecycle.c, start, says why; tools/check-layers lists it). */
 static void (*exit_hook)(struct sf__thread *t);
+/* The bytes of each struct's `upper` (registry.h), fixed at init. */
+static size_t upper_bytes;
 /* Rank REGISTRY (debug.h): taken under the life lock at start, never the
  * reverse; only malloc's own locks are taken under it. */
 static struct sf__lock reg_lock = SF__LOCK_INITIALIZER(SF__RANK_REGISTRY, "reg_lock");
@@ -68,10 +72,11 @@ static struct sf__thread *new_thread(int n)
     struct sf__thread ***c = &chunks[n >> CHUNK_BITS];
     if (*c == NULL && (*c = calloc(CHUNK, sizeof **c)) == NULL)
         return NULL;
-    struct sf__thread *t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
+    size_t bytes = (sizeof(struct sf__thread) + upper_bytes + 63) / 64 * 64;
+    struct sf__thread *t = aligned_alloc(64, bytes);
     if (t == NULL)
         return NULL;
-    memset(t, 0, sizeof *t);
+    memset(t, 0, bytes);
     if (sf__pending_init(&t->q, n, seq_floor) != 0) {
         free(t);
         return NULL;
@@ -85,11 +90,7 @@ static struct sf__thread *new_thread(int n)
     return t;
 }
 
-/* Stack assumed below the registering frame when neither the system nor the
- * caller can tell: the smallest stack libsf allows (config.c). */
-#define UNKNOWN_STACK ((size_t)64 << 10)
-
-struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
+struct sf__thread *sf__registry_register(bool worker)
 {
     sf__lock(&reg_lock);
     /* Relaxed: nthreads is written only under reg_lock, which we hold. */
@@ -124,44 +125,6 @@ struct sf__thread *sf__registry_register(bool worker, size_t stack_hint)
     /* Atomic (relaxed): statistics read it from other threads (stats.c)
      * while an adopted struct changes kind; the owner reads it plainly. */
     __atomic_store_n(&t->is_worker, worker, __ATOMIC_RELAXED);
-    t->cur = NULL;
-#if defined(__SANITIZE_THREAD__)
-    t->depth = 0;
-#endif
-    t->fails = NULL;
-    t->scope = NULL;
-    free(t->task_msg); /* an exited thread's last failure message (task.c) */
-    t->task_msg = NULL;
-    t->base.thread = t;
-    t->base.index = 0;
-    t->fiber = &t->base;
-    t->parked = NULL;
-    atomic_store_explicit(&t->base.waiting_on, NULL, memory_order_relaxed);
-    t->region = 0;
-    sf__stack_bounds(&t->stack_lo, &t->stack_size);
-    /* The base fiber's context is the thread's whole stack (fiber.h: for the
-     * sanitizers; 0 and 0 when unknown). */
-    sf__ctx_init_thread(&t->base.ctx, t->stack_lo, t->stack_size);
-    /* The mapping's top holds the thread's static TLS (ThreadSanitizer's
-     * state alone is most of a megabyte there): count only what lies below
-     * our frame. Later frames above it are near the top, where nothing
-     * needs bounding. */
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    if (t->stack_size != 0 && sp > t->stack_lo && sp - t->stack_lo < t->stack_size) {
-        t->stack_size = sp - t->stack_lo;
-    } else {
-        /* Unknown (pthread_getattr_np failed, say for want of memory):
-         * assume little, a half of a stack we made (its top also holds
-         * the TLS) or the smallest libsf allows. Deep chains then move to
-         * fresh stacks early, which costs threads, never a crash. */
-        size_t assumed = stack_hint / 2 > UNKNOWN_STACK ? stack_hint / 2 : UNKNOWN_STACK;
-        t->stack_size = assumed - assumed / 8;
-        t->stack_lo = sp - assumed + assumed / 8;
-    }
-    /* The last quarter of the stack is left to the task that runs there and
-     * to the user code it calls before its next get. */
-    t->stack_red_task = t->stack_size != 0 ? t->stack_lo + t->stack_size / 4 : 0;
-    t->stack_red = UINTPTR_MAX; /* no task runs here yet (registry.h) */
     /* Relaxed: alive is read under reg_lock, or as a hint. */
     atomic_store_explicit(&t->alive, 1, memory_order_relaxed);
     /* Relaxed: gen changes only at init and destroy, which do not race with
@@ -355,8 +318,9 @@ static void next_gen(void)
         atomic_fetch_add_explicit(&sf__registry_gen, 1, memory_order_relaxed);
 }
 
-int sf__registry_init(void (*on_exit)(struct sf__thread *t))
+int sf__registry_init(size_t upper_size, void (*on_exit)(struct sf__thread *t))
 {
+    upper_bytes = upper_size;
     if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
         errno = EAGAIN;
         return -1;
@@ -413,8 +377,6 @@ void sf__registry_destroy(void)
         struct sf__thread *t = sf__registry_get(i);
         sf__pending_destroy(&t->q);
         sf__freelist_destroy(&t->free);
-        free(t->tbuf);
-        free(t->task_msg);
         free(t);
     }
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0] && chunks[c] != NULL; c++) {
@@ -426,30 +388,4 @@ void sf__registry_destroy(void)
     /* The closer's call goes on (it ends after the reopen): its struct is
      * gone, so none is found any more. */
     sf__tls.me = NULL;
-}
-
-/* Relaxed loads, both: statistics (platform.h, SF__BUMP); a stale counter
- * makes a snapshot, never a wrong one once the threads are quiet. */
-uint64_t sf__registry_queued(void)
-{
-    int64_t q = 0;
-    for (int i = 0, n = sf__registry_count(); i < n; i++) {
-        struct sf__thread *r = sf__registry_get(i);
-        q += (int64_t)(atomic_load_explicit(&r->c_created, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_inline, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_pool, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_stolen, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_drained, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_discarded, memory_order_relaxed) -
-                       atomic_load_explicit(&r->c_cancelled, memory_order_relaxed));
-    }
-    return q < 0 ? 0 : (uint64_t)q;
-}
-
-int sf__registry_asleep(void)
-{
-    int a = 0;
-    for (int i = 0, n = sf__registry_count(); i < n; i++)
-        a += atomic_load_explicit(&sf__registry_get(i)->asleep, memory_order_relaxed);
-    return a;
 }

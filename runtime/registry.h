@@ -16,66 +16,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fiber.h"
 #include "pending.h"
 
-struct sf__failure;     /* failure.h */
-struct sf__scope_frame; /* failure.h */
-struct sf__batch_frame; /* batch.h */
 struct sf__thread;
 
 /*
- * What a thread keeps per stack: the task running there, innermost, and what
- * goes with it. The thread's struct holds the running fiber's (where the
- * fork-join fast path reads it); a parked fiber holds its own here until it
- * runs again (park.c). Each field is documented at its place in struct
- * sf__thread.
+ * Everything per thread. Owner-only fields are written by that thread alone.
+ * The registry keeps what it needs to hand out, find, adopt and free a
+ * thread; each layer above keeps its own
+ * per-thread state in `upper`, as a struct declared in its own header and
+ * reached through its accessor (thread.h, layer 4: sf__sched; lifecycle.h,
+ * layer 5: sf__entry), at a constant offset - the fork-join fast path pays
+ * nothing for the split. The registry zeroes `upper` when it makes a
+ * struct, and leaves it alone otherwise: the owning layers start their part
+ * at each registration (thread.c) and free what it holds (lifecycle.c).
  */
-struct sf__frame {
-    sf_future *cur;
-    struct sf__failure *fails;
-    struct sf__scope_frame *scope;
-    struct sf__batch_frame *batch_frames; /* batch.h, sf__batch_frames */
-    uintptr_t stack_lo, stack_red, stack_red_task;
-    size_t stack_size;
-    uint32_t region;
-    int tdepth;
-#if defined(__SANITIZE_THREAD__)
-    unsigned depth;
-#endif
-};
-
-/*
- * A stack that runs tasks on a thread: the thread's own (its base fiber),
- * or one its blocked gets park on (park.c). A task runs on one fiber from
- * start to end, and while it runs its future's val names that fiber (run.h),
- * which is how a getter about to sleep follows a chain of waits (get.c,
- * Deadlock): a task can go on only when its fiber does.
- */
-struct sf__fiber {
-    /* The wait this fiber is in, NULL while it runs a task: written by its
-     * thread under wait_seq (a seqlock: odd while it writes), read by
-     * getters that follow a chain of waits. */
-    _Atomic(sf_future *) waiting_on;
-    _Atomic uint64_t wait_stamp; /* when that wait began, on a global clock */
-    _Atomic uint64_t wait_seq;
-    struct sf__thread *thread;   /* its thread, for good */
-    /* Its thread's alone (park.c): */
-    struct sf__ctx ctx;          /* its registers while it does not run */
-    struct sf__stack stack;      /* a parking fiber's own stack (the base: none) */
-    struct sf__frame saved;      /* the thread's per-stack state while it does not run */
-    struct sf__fiber *next;      /* on its thread's parked or spare list */
-    sf_future *ready_on;         /* parked: it may go on once this is DONE (NULL:
-                                  * at once); waiting_on is what others see */
-    uint32_t help_region;        /* a parking fiber helps within this region */
-    bool cold;                   /* spare, its stack's pages given back */
-    int index;                   /* 0: the base; 1..SF__FIBERS: parking fibers */
-    /* A new fiber's first job (park.h, struct sf__park_job), in the parking
-     * frame, which stays until the fiber has copied it. */
-    const void *job;
-};
-
-/* Everything per thread. Owner-only fields are written by that thread alone. */
 struct sf__thread {
     struct sf__pending q;      /* its pending queue (its own cache lines) */
     int id;                    /* index in the registry; the trace's Thread column */
@@ -85,59 +40,12 @@ struct sf__thread {
     _Atomic(unsigned *) tls_gen; /* its thread's sf__tls.gen while alive (Calls
                                   * in flight); under reg_lock */
     struct sf__thread *dead_next; /* on the registry's dead list (registry.c) */
-    sf_future *cur;            /* the task running here, innermost; NULL: none (owner) */
-#if defined(__SANITIZE_THREAD__)
-    unsigned depth;            /* tasks running nested on this thread now (owner) */
-#endif
-    struct sf__failure *fails; /* failures of running tasks, innermost first (owner;
-                                * failure.h) */
-    struct sf__scope_frame *scope; /* innermost failure scope this thread runs
-                                * bodies for (a loop's), NULL: none (owner;
-                                * failure.h, Scopes) */
-    char *task_msg;            /* the message of the last task in caller storage
-                                * whose get failed here, or of the last loop that
-                                * failed here (owner; task.c, parfor.c) */
-    struct sf__fiber *fiber;   /* the fiber running now (owner) */
-    struct sf__fiber base;     /* the thread's own stack, as a fiber */
-    struct sf__fiber *parked;  /* its parked fibers, newest first (owner; park.c) */
-    struct sf__fiber *spare;   /* parking fibers with a stack and no job (owner) */
-    int nspare;
-    int nfibers;               /* parking fibers made so far (owner) */
-    /* Its SF__FIBERS parking fibers (park.h), allocated at its first park
-     * and kept until it is freed: written once by the owner (release),
-     * read by deadlock checks on other threads (park.c, sf__park_is_fiber). */
-    _Atomic(struct sf__fiber *) fibers;
-    uint32_t region;           /* isolation region of the task running here, 0 none
-                                * (owner; get.c, Isolation) */
     uint32_t rng;              /* sf__xorshift32 state, never 0 (owner) */
-    _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
     uintptr_t stack_lo;        /* the thread's stack, lowest address (0: unknown) */
     size_t stack_size;         /* ... and size below its registration frame */
-    uintptr_t stack_red;       /* a get below this address continues on a fresh
-                                * stack (get.c): stack_red_task while the thread
-                                * runs a task, UINTPTR_MAX while it runs none
-                                * (me->cur NULL), so that such a get leaves the
-                                * fork-join fast path (get.h) and its task is
-                                * timed (run.h, busy time) at no cost to it (owner) */
-    uintptr_t stack_red_task;  /* the red line: 0 when the stack is unknown */
     struct sf__freelist free;  /* its free futures (owner) */
-    /* Counters: written by the owner only (SF__BUMP, SF__ADD), read by anyone
-     * (stats.c sums them). c_steal_tries/fails: scans of other threads'
-     * queues by a helping get or an idle worker, and those that found
-     * nothing; c_idle_sleeps: an idle worker's sleeps; c_busy_ns: time in
-     * outermost task executions (run.h, sf__run_outermost). */
-    _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
-        c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
-        c_idle_sleeps, c_busy_ns, c_parks, c_resumes;
-    /* The trace's line buffer (trace.c; owner only). Freed with the thread. */
-    char *tbuf;
-    size_t tlen;
-    /* The Chrome trace's state for this thread (trace_chrome.c; owner
-     * only): tasks running nested here now, and whether its thread_name
-     * metadata was written. */
-    int tdepth;
-    bool tnamed;
-    uint64_t tfibers_named; /* bit k-1: fiber k's track is named (park.c) */
+    /* The layers above: sf__registry_init's upper_size bytes. */
+    _Alignas(64) unsigned char upper[];
 };
 
 /*
@@ -230,22 +138,23 @@ void sf__registry_reopen(void);
 #define SF__MAX_THREADS_REGISTERED (SF__MAX_THREAD_IDS - 1)
 
 /*
- * Opens a registry. on_exit(t) runs on a registered thread when it exits
- * (from a pthread key destructor), before t is marked dead. Returns 0, or -1
- * with errno EAGAIN (no pthread key left).
+ * Opens a registry whose structs have upper_size bytes of `upper`. on_exit(t)
+ * runs on a registered thread when it exits (from a pthread key destructor),
+ * before t is marked dead: the runtime's one upward callback (lifecycle.c
+ * says why). Returns 0, or -1 with errno EAGAIN (no pthread key left).
  */
-int sf__registry_init(void (*on_exit)(struct sf__thread *t));
+int sf__registry_init(size_t upper_size, void (*on_exit)(struct sf__thread *t));
 /* Frees every thread's struct and queue. Nobody may use them any more. */
 void sf__registry_destroy(void);
 /*
  * Registers the calling thread (a pool worker when `worker`), adopting the
  * struct of an exited thread whose queue holds nothing pending, or making a
- * new one. stack_hint: the thread's stack size if the caller made the thread
- * (0: not known), for when the system cannot tell its bounds. Returns it,
- * or NULL with errno EAGAIN (SF__MAX_THREADS_REGISTERED
- * live threads) or ENOMEM. Takes the registry lock (debug.h: rank REGISTRY).
+ * new one; the layers above start their parts (thread.h,
+ * sf__thread_register, which is what callers call). Returns it, or NULL
+ * with errno EAGAIN (SF__MAX_THREADS_REGISTERED live threads) or ENOMEM.
+ * Takes the registry lock (debug.h: rank REGISTRY).
  */
-struct sf__thread *sf__registry_register(bool worker, size_t stack_hint);
+struct sf__thread *sf__registry_register(bool worker);
 
 /* In a child after fork(): forget every thread (only the forking one exists;
  * the structs' copies leak), so the next init starts an empty registry. */
@@ -261,15 +170,6 @@ int sf__registry_count(void);
 /* Thread i < sf__registry_count(): valid until destroy. */
 struct sf__thread *sf__registry_get(int i);
 
-/*
- * Tasks queued and not started, over all threads: created minus started
- * (inline, pool, stolen, drained) minus discarded and cancelled. Each
- * counter is exact for its owner; the sum is a snapshot taken while others
- * move, so it is clamped at 0, and exact once every thread is quiet.
- */
-uint64_t sf__registry_queued(void);
-/* Threads asleep in a get now (their `asleep` flags). */
-int sf__registry_asleep(void);
 
 /*
  * The queue of the tasks that are in no thread's queue (SF__NO_THREAD_ID:
@@ -286,30 +186,6 @@ static inline struct sf__pending *sf__queue_of(uint64_t s)
 {
     int t = sf__tag_thread(s);
     return SF__UNLIKELY(t == SF__NO_THREAD_ID) ? &sf__no_thread_queue : &sf__registry_get(t)->q;
-}
-
-/*
- * Owner: may a get run its task on this stack, nested in the caller's frame?
- * No once the frame is below the red line (get.c continues on a fresh
- * stack). Under ThreadSanitizer a thread also nests at most SF__TSAN_NEST
- * tasks, for its memory: it keeps, for good, a copy of the whole call stack
- * for each address that a release first touches, and a chain does that at
- * every level (its future), so n levels on one thread keep O(n^2) words -
- * gigabytes at tens of thousands of levels. A fresh stack starts a short call
- * stack, so with the bound a chain's cost grows linearly with its length.
- * (It also keeps far from ThreadSanitizer's limit of 65536 frames a thread,
- * at two frames a level.)
- */
-#if defined(__SANITIZE_THREAD__)
-#define SF__TSAN_NEST 1024u
-#endif
-static inline __attribute__((always_inline)) bool sf__stack_room(const struct sf__thread *me)
-{
-#if defined(__SANITIZE_THREAD__)
-    if (me->depth >= SF__TSAN_NEST)
-        return false;
-#endif
-    return (uintptr_t)__builtin_frame_address(0) > me->stack_red;
 }
 
 /* Owner: its next pseudo-random number. */

@@ -10,10 +10,10 @@
 
 void *sf__run_in_region(struct sf__thread *me, sf_future *f, void *arg, uint32_t region)
 {
-    uint32_t outer = me->region;
-    me->region = region;
+    uint32_t outer = sf__sched(me)->region;
+    sf__sched(me)->region = region;
     void *r = f->u.fn(arg);
-    me->region = outer;
+    sf__sched(me)->region = outer;
     return r;
 }
 
@@ -25,8 +25,8 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
      * (the batch stays until this task is accounted for). */
     struct sf_batch *b = sf__is_batch_task(claimed) ? sf__batch_of(claimed) : NULL;
     /* Relaxed, both: published by the exchange of DONE below. */
-    atomic_store_explicit(&f->region, ECANCELED, memory_order_relaxed);
-    __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
+    atomic_store_explicit(&f->fail_code, ECANCELED, memory_order_relaxed);
+    __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED);
     /* SEEN: a cancellation is no failure to report; its canceller knows. */
     uint64_t done = sf__with_status(claimed, SF__DONE) | SF__FAILED | SF__SEEN;
     /* acq_rel, as in sf__run: the future may have been orphaned since the
@@ -34,7 +34,7 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
     uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
     SF__ASSERT_TRANSITION(old, done);
     if (me != NULL)
-        SF__BUMP(me->c_cancelled);
+        SF__BUMP(sf__sched(me)->c_cancelled);
     if (old & SF__ORPHAN) {
         if (me != NULL) {
             sf__future_put(&me->free, f, done);
@@ -60,15 +60,15 @@ void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done)
          * completion): raised for the hook, as for any thread that runs no
          * task, so that its gets take the slow path (run.h, the fast
          * path's invariant). */
-        uintptr_t red = me->stack_red;
-        if (me->cur == NULL)
-            me->stack_red = UINTPTR_MAX;
+        uintptr_t red = sf__sched(me)->stack_red;
+        if (sf__sched(me)->cur == NULL)
+            sf__sched(me)->stack_red = UINTPTR_MAX;
         /* Relaxed: this thread wrote both just now. */
-        sf__failure_report((int)atomic_load_explicit(&f->region, memory_order_relaxed),
-                           f->val, f->u.fn);
-        me->stack_red = red;
+        sf__failure_report((int)atomic_load_explicit(&f->fail_code, memory_order_relaxed),
+                           f->msg, f->u.fn);
+        sf__sched(me)->stack_red = red;
     }
-    free(f->val);
+    free(f->msg);
 }
 
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
@@ -79,13 +79,13 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
      * and no more than two reads per outermost task. */
     uint64_t t0 = sf__now_ns();
     /* A task runs here now: gets in it may take the fast path (run.h). */
-    me->stack_red = me->stack_red_task;
+    sf__sched(me)->stack_red = sf__sched(me)->stack_red_task;
     /* batch stays a variable here: one branch, off the fast path. */
     enum sf__run_kind kind = batch ? SF__RUN_BATCH : SF__RUN_QUEUED;
     uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, kind)
                            : sf__run_body(me, f, claimed, how, false, NULL, kind);
-    me->stack_red = UINTPTR_MAX;
-    SF__ADD(me->c_busy_ns, sf__now_ns() - t0);
+    sf__sched(me)->stack_red = UINTPTR_MAX;
+    SF__ADD(sf__sched(me)->c_busy_ns, sf__now_ns() - t0);
     return done;
 }
 

@@ -46,7 +46,7 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 
 /* sf__run of a task that no other task encloses on this thread (me->cur is
- * NULL): the same, timed into me->c_busy_ns (run.c). */
+ * NULL): the same, timed into sf__sched(me)->c_busy_ns (run.c). */
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
                            enum sf__how how, bool traced, bool batch);
 
@@ -64,20 +64,20 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     bool batch = kind == SF__RUN_BATCH, local = kind == SF__RUN_LOCAL;
     switch ((int)how) {
     case SF__HOW_INLINE:
-    case SF__HOW_WAIT_INLINE: SF__BUMP(me->c_inline); break;
-    case SF__HOW_POOL: SF__BUMP(me->c_pool); break;
-    case SF__HOW_STEAL: SF__BUMP(me->c_stolen); break;
-    case SF__HOW_DRAIN: SF__BUMP(me->c_drained); break;
-    case SF__HOW_WAIT: SF__BUMP(me->c_stolen); break; /* sf_stats: run_stolen */
+    case SF__HOW_WAIT_INLINE: SF__BUMP(sf__sched(me)->c_inline); break;
+    case SF__HOW_POOL: SF__BUMP(sf__sched(me)->c_pool); break;
+    case SF__HOW_STEAL: SF__BUMP(sf__sched(me)->c_stolen); break;
+    case SF__HOW_DRAIN: SF__BUMP(sf__sched(me)->c_drained); break;
+    case SF__HOW_WAIT: SF__BUMP(sf__sched(me)->c_stolen); break; /* sf_stats: run_stolen */
     default: break;
     }
     SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");
     if (traced)
         sf__trace_event(me, SF__EV_FSTART, claimed, how);
     sf__witness_assert_none("a task starts");
-    me->cur = f;
+    sf__sched(me)->cur = f;
 #if defined(__SANITIZE_THREAD__)
-    me->depth++;
+    sf__sched(me)->depth++;
 #endif
     /* The task's region is this thread's while it runs: what it makes
      * belongs to the region too, and its gets help only within it. Usually
@@ -86,17 +86,17 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
      * before the claim we hold (push's release, or our own store). */
     uint32_t region = atomic_load_explicit(&f->region, memory_order_relaxed);
     void *arg = f->val;
-    /* While it runs, val names the fiber it runs on, for getters that
+    /* While it runs, runner names the fiber it runs on, for getters that
      * follow a chain of waits (get.c, Deadlock). Relaxed: they accept only
      * a pointer that is a registered thread's fiber, and check the chain
      * twice. */
     if (!local)
-        __atomic_store_n(&f->val, (void *)me->fiber, __ATOMIC_RELAXED);
-    void *r = SF__LIKELY(region == me->region) ? f->u.fn(arg)
+        __atomic_store_n(&f->runner, (void *)sf__sched(me)->fiber, __ATOMIC_RELAXED);
+    void *r = SF__LIKELY(region == sf__sched(me)->region) ? f->u.fn(arg)
                                                : sf__run_in_region(me, f, arg, region);
-    me->cur = outer;
+    sf__sched(me)->cur = outer;
 #if defined(__SANITIZE_THREAD__)
-    me->depth--;
+    sf__sched(me)->depth--;
 #endif
     /* Trace before publishing: once DONE is visible the future may be
      * recycled, so only the local copy of its state names it afterwards. */
@@ -108,7 +108,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     uint64_t now = atomic_load_explicit(&f->state, memory_order_relaxed);
     if (SF__UNLIKELY(now & SF__FAILED)) {
         done |= now & (SF__FAILED | SF__SEEN);
-        r = sf__run_failed(me, f); /* the code is in f->region already */
+        r = sf__run_failed(me, f); /* the message (msg); fail_code is set */
     }
     /* Read before DONE (f may be recycled after it); the batch stays until
      * this task is accounted for below (batch.h, Accounting). */
@@ -178,7 +178,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
  * The fork-join fast path (get.h) does not come here: it calls
  * sf__run_body directly, and pays nothing for busy time, not even a
  * branch. It is taken only by a get that passes sf__stack_room, and a
- * thread that runs no task has stack_red UINTPTR_MAX (registry.h), which
+ * thread that runs no task has stack_red UINTPTR_MAX (thread.h), which
  * fails it: its gets go through sf__get_slow, then sf__run_claimed, then
  * here. sf__run_outermost lowers stack_red to the real red line while the
  * task runs and raises it again after. So the invariant the fast path
@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) uint64_t
 sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how, bool traced,
         bool batch)
 {
-    sf_future *outer = me->cur;
+    sf_future *outer = sf__sched(me)->cur;
     if (SF__UNLIKELY(outer == NULL))
         return sf__run_outermost(me, f, claimed, how, traced, batch);
     return sf__run_body(me, f, claimed, how, traced, outer,

@@ -1,14 +1,14 @@
 /*
  * stats.c - layer 5: statistics, read from the counters each thread keeps
- * in its own struct (registry.h).
+ * in its own struct (thread.h, struct sf__sched).
  *
  * Writing costs the task path nothing shared: every counter is written by
  * its owner alone with a plain relaxed store (SF__BUMP, SF__ADD), in the
  * owner's struct, so there is no atomic read-modify-write and no cache
  * line another thread writes. The fork-join path bumps one counter it
  * bumped before these statistics existed (c_inline) and tests one pointer
- * it loads anyway (me->cur, for busy time: run.h). Reading sums over the
- * registry with relaxed loads: each counter is its owner's latest value
+ * it loads anyway (the running task, me->cur, for busy time:
+ * run.h). Reading sums over the registry with relaxed loads: each counter is its owner's latest value
  * some moment ago, so sums are snapshots, exact once every thread is
  * quiet. Nothing here takes a lock: the registry's table only grows while
  * the runtime runs (registry.h), and the caller keeps it from being freed
@@ -30,24 +30,24 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
     /* Relaxed: the registration's store; a struct being adopted reads as
      * either kind, a snapshot like the counters. */
     r->is_worker = __atomic_load_n(&t->is_worker, __ATOMIC_RELAXED);
-    r->asleep = LOAD(t->asleep);
-    r->created = LOAD(t->c_created);
-    r->run_inline = LOAD(t->c_inline);
-    r->run_pool = LOAD(t->c_pool);
-    r->run_stolen = LOAD(t->c_stolen);
-    r->run_drained = LOAD(t->c_drained);
+    r->asleep = LOAD(sf__sched(t)->asleep);
+    r->created = LOAD(sf__sched(t)->c_created);
+    r->run_inline = LOAD(sf__sched(t)->c_inline);
+    r->run_pool = LOAD(sf__sched(t)->c_pool);
+    r->run_stolen = LOAD(sf__sched(t)->c_stolen);
+    r->run_drained = LOAD(sf__sched(t)->c_drained);
     r->executed = r->run_inline + r->run_pool + r->run_stolen + r->run_drained;
-    r->discarded = LOAD(t->c_discarded);
-    r->cancelled = LOAD(t->c_cancelled);
-    r->gets_blocked = LOAD(t->c_blocked);
-    r->steals_tried = LOAD(t->c_steal_tries);
-    r->steals_failed = LOAD(t->c_steal_fails);
-    r->sleeps = LOAD(t->c_sleeps);
-    r->idle_sleeps = LOAD(t->c_idle_sleeps);
-    r->fresh_stacks = LOAD(t->c_fresh_stacks);
-    r->parks = LOAD(t->c_parks);
-    r->resumes = LOAD(t->c_resumes);
-    r->busy_ns = LOAD(t->c_busy_ns);
+    r->discarded = LOAD(sf__sched(t)->c_discarded);
+    r->cancelled = LOAD(sf__sched(t)->c_cancelled);
+    r->gets_blocked = LOAD(sf__sched(t)->c_blocked);
+    r->steals_tried = LOAD(sf__sched(t)->c_steal_tries);
+    r->steals_failed = LOAD(sf__sched(t)->c_steal_fails);
+    r->sleeps = LOAD(sf__sched(t)->c_sleeps);
+    r->idle_sleeps = LOAD(sf__sched(t)->c_idle_sleeps);
+    r->fresh_stacks = LOAD(sf__sched(t)->c_fresh_stacks);
+    r->parks = LOAD(sf__sched(t)->c_parks);
+    r->resumes = LOAD(sf__sched(t)->c_resumes);
+    r->busy_ns = LOAD(sf__sched(t)->c_busy_ns);
     r->avg_task_ns = r->executed != 0 ? r->busy_ns / r->executed : 0;
 }
 
@@ -66,20 +66,20 @@ void sf__stats_sum(sf_stats *out)
     out->peak_busy = LOAD(sf__pool.peak_busy);
     for (int i = 0, n = sf__registry_count(); i < n; i++) {
         struct sf__thread *t = sf__registry_get(i);
-        out->created += LOAD(t->c_created);
-        out->run_inline += LOAD(t->c_inline);
-        out->run_pool += LOAD(t->c_pool);
-        out->run_stolen += LOAD(t->c_stolen);
-        out->discarded += LOAD(t->c_discarded);
-        out->cancelled += LOAD(t->c_cancelled);
-        out->gets_blocked += LOAD(t->c_blocked);
-        out->sleeps += LOAD(t->c_sleeps);
-        out->fresh_stacks += LOAD(t->c_fresh_stacks);
-        out->parks += LOAD(t->c_parks);
-        out->resumes += LOAD(t->c_resumes);
+        out->created += LOAD(sf__sched(t)->c_created);
+        out->run_inline += LOAD(sf__sched(t)->c_inline);
+        out->run_pool += LOAD(sf__sched(t)->c_pool);
+        out->run_stolen += LOAD(sf__sched(t)->c_stolen);
+        out->discarded += LOAD(sf__sched(t)->c_discarded);
+        out->cancelled += LOAD(sf__sched(t)->c_cancelled);
+        out->gets_blocked += LOAD(sf__sched(t)->c_blocked);
+        out->sleeps += LOAD(sf__sched(t)->c_sleeps);
+        out->fresh_stacks += LOAD(sf__sched(t)->c_fresh_stacks);
+        out->parks += LOAD(sf__sched(t)->c_parks);
+        out->resumes += LOAD(sf__sched(t)->c_resumes);
     }
-    out->queued = sf__registry_queued();
-    out->asleep = sf__registry_asleep();
+    out->queued = sf__threads_queued();
+    out->asleep = sf__threads_asleep();
 }
 
 int sf__stats_rows(sf_thread_stats *rows, int max)

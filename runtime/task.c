@@ -51,7 +51,7 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
     /* Relaxed, all: f is read by this thread alone until promoted, and
      * promotion copies it on this thread. (waiters: the push's.) */
     __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
-    atomic_store_explicit(&f->region, me->region, memory_order_relaxed);
+    atomic_store_explicit(&f->region, sf__sched(me)->region, memory_order_relaxed);
 #ifdef SF_DEBUG
     /* FREE, so that the push's transition check holds whatever the memory
      * held. */
@@ -92,10 +92,10 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
     fill(me, f, fn, arg);
-    SF__BUMP(me->c_created);
+    SF__BUMP(sf__sched(me)->c_created);
     if (!sf__pending_push_local(&me->q, f)) {
-        atomic_store_explicit(&me->c_created, SF__OWN_LOAD(&me->c_created) - 1,
-                              memory_order_relaxed);
+        atomic_store_explicit(&sf__sched(me)->c_created,
+                              SF__OWN_LOAD(&sf__sched(me)->c_created) - 1, memory_order_relaxed);
         errno = ENOMEM;
         return -1;
     }
@@ -115,20 +115,20 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
     fill(me, f, fn, arg);
-    SF__BUMP(me->c_created);
+    SF__BUMP(sf__sched(me)->c_created);
     sf__pending_put(&me->q, f, sf__slot_mark(f), true);
     return 0;
 }
 
 /* The end of the first get of f, DONE with FAILED: the code to errno, the
- * message to the thread; f->val then names f itself, which no message is. */
+ * message to the thread; f->msg then names f itself, which no message is. */
 static void *failed(struct sf__thread *me, sf_future *f)
 {
-    free(me->task_msg);
-    me->task_msg = f->val;
-    __atomic_store_n(&f->val, (void *)f, __ATOMIC_RELAXED);
+    free(sf__entry(me)->task_msg);
+    sf__entry(me)->task_msg = f->msg;
+    __atomic_store_n(&f->msg, (char *)f, __ATOMIC_RELAXED);
     /* Relaxed: our own store (completion here, or the copy below). */
-    errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+    errno = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
     return NULL;
 }
 
@@ -138,8 +138,8 @@ static inline void *done(struct sf__thread *me, sf_future *f, uint64_t s)
 {
     if (SF__LIKELY(sf__done_ok(s)))
         return f->val;
-    if (f->val == (void *)f) {
-        errno = (int)atomic_load_explicit(&f->region, memory_order_relaxed);
+    if (f->msg == (char *)f) {
+        errno = (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed);
         return NULL;
     }
     return failed(me, f);
@@ -149,7 +149,7 @@ static inline void *done(struct sf__thread *me, sf_future *f, uint64_t s)
  * and release it. */
 static void *get_moved(struct sf__thread *me, sf_future *f, uint64_t s, bool traced)
 {
-    sf_future *g = f->val;
+    sf_future *g = f->moved_to;
     /* Acquire: DONE makes the runner's val visible. */
     uint64_t gs = atomic_load_explicit(&g->state, memory_order_acquire);
     errno = 0;
@@ -164,19 +164,19 @@ static void *get_moved(struct sf__thread *me, sf_future *f, uint64_t s, bool tra
          * ends with that error. */
         end |= SF__FAILED | SF__SEEN;
         r = NULL;
-        atomic_store_explicit(&f->region, (uint32_t)err, memory_order_relaxed);
+        atomic_store_explicit(&f->fail_code, (uint32_t)err, memory_order_relaxed);
         sf_release(g);
     } else {
         if (gs & SF__FAILED) {
-            /* Ours now: the message (g's val) moves to f, and g's release
+            /* Ours now: the message (g's msg) moves to f, and g's release
              * frees none and reports none (seen). */
             sf__future_mark_seen(g, gs);
             end |= SF__FAILED | SF__SEEN;
-            r = g->val;
-            atomic_store_explicit(&f->region,
-                                  atomic_load_explicit(&g->region, memory_order_relaxed),
+            r = g->msg;
+            atomic_store_explicit(&f->fail_code,
+                                  atomic_load_explicit(&g->fail_code, memory_order_relaxed),
                                   memory_order_relaxed);
-            __atomic_store_n(&g->val, NULL, __ATOMIC_RELAXED);
+            __atomic_store_n(&g->msg, NULL, __ATOMIC_RELAXED);
         }
         sf_release(g);
     }
@@ -196,9 +196,9 @@ static inline uint64_t claim(struct sf__thread *me, sf_future *f, uint64_t s)
     SF__ASSERT_TRANSITION(s, run);
     atomic_store_explicit(&f->state, run, memory_order_relaxed);
     sf__pending_trim_local(&me->q, f);
-    /* Its slot's index, kept there while pending (sf__pending_put): a
-     * completion off the fast path reads waiters. */
-    atomic_store_explicit(&f->waiters, 0, memory_order_relaxed);
+    /* Its slot's index, kept in local_slot while pending
+     * (sf__pending_put): a completion off the fast path reads waiters. */
+    atomic_store_explicit(&f->local_slot, 0, memory_order_relaxed);
     return run;
 }
 
@@ -234,14 +234,14 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
     /* A thread that runs no task runs it here whatever its stack (as
      * sf__get_slow does); near the end of a task's stack it goes to a
      * fresh one as a slab future, which another thread may read. */
-    if (me->cur != NULL && !sf__stack_room(me)) {
+    if (sf__sched(me)->cur != NULL && !sf__stack_room(me)) {
         if (!sf__pending_promote_one(&me->q, f)) {
             /* No memory to move it: dropped, and said so. */
             uint64_t end = sf__with_status(claim(me, f, s), SF__DONE) | SF__FAILED | SF__SEEN;
-            atomic_store_explicit(&f->region, ENOMEM, memory_order_relaxed);
-            __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
+            atomic_store_explicit(&f->fail_code, ENOMEM, memory_order_relaxed);
+            __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED);
             atomic_store_explicit(&f->state, end, memory_order_relaxed);
-            SF__BUMP(me->c_discarded);
+            SF__BUMP(sf__sched(me)->c_discarded);
             errno = ENOMEM;
             return NULL;
         }
@@ -323,7 +323,8 @@ SF_EXPORT void *sf_task_get(sf_task *t)
     SF__ASSERT_TRANSITION(s, run);
     atomic_store_explicit(&f->state, run, memory_order_relaxed);
     sf__pending_trim_local(q, f);
-    uint64_t end = sf__run_body(me, f, run, SF__HOW_INLINE, false, me->cur, SF__RUN_LOCAL);
+    uint64_t end =
+        sf__run_body(me, f, run, SF__HOW_INLINE, false, sf__sched(me)->cur, SF__RUN_LOCAL);
     return SF__LIKELY(!(end & SF__FAILED)) ? f->val : failed(me, f);
 }
 
@@ -331,5 +332,5 @@ SF_EXPORT const char *sf_task_error_message(void)
 {
     SF__OUTERMOST("sf_task_error_message", const char *, sf_task_error_message());
     struct sf__thread *me = sf__thread_self();
-    return me != NULL ? me->task_msg : NULL;
+    return me != NULL ? sf__entry(me)->task_msg : NULL;
 }

@@ -147,26 +147,26 @@ void sf__trace_flush(struct sf__thread *t)
     /* Writes of at most PIPE_BUF bytes that end a line: a pipe (stderr to
      * a pager, say) keeps each of them whole even with other writers. */
     size_t done = 0;
-    while (done < t->tlen) {
-        size_t n = t->tlen - done;
+    while (done < sf__sched(t)->tlen) {
+        size_t n = sf__sched(t)->tlen - done;
         if (n > PIPE_BUF) {
             n = PIPE_BUF;
-            while (n > 0 && t->tbuf[done + n - 1] != '\n')
+            while (n > 0 && sf__sched(t)->tbuf[done + n - 1] != '\n')
                 n--;
             if (n == 0) /* cannot happen (lines are < LINE_MAX_BYTES); never loop */
                 n = PIPE_BUF;
         }
-        write_all(trace_fd, t->tbuf + done, n);
+        write_all(trace_fd, sf__sched(t)->tbuf + done, n);
         done += n;
     }
-    t->tlen = 0;
+    sf__sched(t)->tlen = 0;
 }
 
-/* The Queue and Asleep columns: registry.h (sf__registry_queued, whose sum
- * is clamped, and sf__registry_asleep). */
-static long long queued(void) { return (long long)sf__registry_queued(); }
+/* The Queue and Asleep columns: thread.h (sf__threads_queued, whose sum
+ * is clamped, and sf__threads_asleep). */
+static long long queued(void) { return (long long)sf__threads_queued(); }
 
-static int asleep(void) { return sf__registry_asleep(); }
+static int asleep(void) { return sf__threads_asleep(); }
 
 /* The Chrome trace. A task's slice is named by its kind, the how of its
  * FStart as people say it. */
@@ -197,12 +197,12 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
     /* A thread's own stack is its id's track; each fiber its waits parked
      * work on (park.c) is a track of its own, the fiber's number above the
      * id's 17 bits: a fiber's slices nest, a thread's need not. */
-    int fiber = t->fiber->index;
+    int fiber = sf__sched(t)->fiber->index;
     int n = 0, pid = chrome_pid, tid = fiber == 0 ? t->id : fiber << 17 | t->id;
     unsigned long long us = ns / 1000, frac = ns % 1000;
 #define OUT(...) (n += snprintf(p + n, (size_t)(LINE_MAX_BYTES - n), __VA_ARGS__))
-    if (fiber != 0 && !(t->tfibers_named & (UINT64_C(1) << (fiber - 1)))) {
-        t->tfibers_named |= UINT64_C(1) << (fiber - 1);
+    if (fiber != 0 && !(sf__sched(t)->tfibers_named & (UINT64_C(1) << (fiber - 1)))) {
+        sf__sched(t)->tfibers_named |= UINT64_C(1) << (fiber - 1);
         if (t->id == 0)
             OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
                 "\"args\":{\"name\":\"main fiber %d\"}}\n", pid, tid, fiber);
@@ -213,8 +213,8 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
             "\"args\":{\"sort_index\":%d}}\n", pid, tid, t->id * 100 + fiber);
     }
-    if (fiber == 0 && !t->tnamed) {
-        t->tnamed = true;
+    if (fiber == 0 && !sf__sched(t)->tnamed) {
+        sf__sched(t)->tnamed = true;
         if (tid == 0)
             OUT(",{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"thread_name\","
                 "\"args\":{\"name\":\"main\"}}\n", pid);
@@ -249,8 +249,8 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         }
         OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"%s\","
             "\"cat\":\"task\",\"args\":{\"task\":\"%d.%llu\",\"kind\":\"%s\",\"depth\":%d}}\n",
-            pid, tid, us, frac, kind, from, seq, kind, t->tdepth);
-        t->tdepth++;
+            pid, tid, us, frac, kind, from, seq, kind, sf__sched(t)->tdepth);
+        sf__sched(t)->tdepth++;
         /* bp "e": the arrow ends on the slice just begun (enclosing). */
         if (flow)
             OUT(",{\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":%d,\"tid\":%d,"
@@ -261,7 +261,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
     case SF__EV_FDONE:
     case SF__EV_WAKE: /* a slice's end names nothing */
         if (ev == SF__EV_FDONE)
-            t->tdepth--;
+            sf__sched(t)->tdepth--;
         OUT(",{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu}\n", pid, tid, us,
             frac);
         break;
@@ -297,14 +297,14 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
 
 void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b)
 {
-    if (t->tbuf == NULL && (t->tbuf = malloc(TBUF_BYTES)) == NULL)
+    if (sf__sched(t)->tbuf == NULL && (sf__sched(t)->tbuf = malloc(TBUF_BYTES)) == NULL)
         return; /* no memory for tracing: the program goes on untraced */
-    if (t->tlen > TBUF_BYTES - LINE_MAX_BYTES)
+    if (sf__sched(t)->tlen > TBUF_BYTES - LINE_MAX_BYTES)
         sf__trace_flush(t);
     uint64_t ns = sf__now_ns() - t0_ns;
-    char *p = t->tbuf + t->tlen;
+    char *p = sf__sched(t)->tbuf + sf__sched(t)->tlen;
     if (chrome) {
-        t->tlen += (size_t)chrome_event(t, p, ev, a, b, ns);
+        sf__sched(t)->tlen += (size_t)chrome_event(t, p, ev, a, b, ns);
         return;
     }
     if (ev == SF__EV_FSTART && b == SF__HOW_WAIT_INLINE)
@@ -332,5 +332,5 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
         }
     }
     p[n++] = '\n';
-    t->tlen += (size_t)n;
+    sf__sched(t)->tlen += (size_t)n;
 }

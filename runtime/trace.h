@@ -8,7 +8,7 @@
 #ifndef SF_TRACE_H
 #define SF_TRACE_H
 
-#include "registry.h"
+#include "thread.h"
 #include "trace_format.h"
 
 enum sf__event {
