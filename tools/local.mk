@@ -47,8 +47,9 @@ EXTRA_DIST += \
 	tools/sftrace/sample.json.schedule \
 	docs/trace-format.md
 
-# The layering of runtime/ (ARCHITECTURE.md's table), proved on the objects
-# just built: no include and no call goes to a higher layer.
+# The layering of runtime/ (the table at the top of tools/check-layers, and
+# ARCHITECTURE.md), proved on the objects just built: no include, call or
+# callback goes to a higher layer or to an unlisted unit of the same one.
 TESTS += tools/check-layers
 EXTRA_DIST += tools/check-layers
 
