@@ -135,16 +135,16 @@ START_TEST(futures_of_an_exited_thread)
 END_TEST
 
 /* Many foreign threads alive at once, each with its own registration: more
- * than the registry's first chunk (1,024 ids) holds. Fewer under the
- * sanitizers, which pay per live thread: ThreadSanitizer allows about 8,000
- * and keeps over a megabyte for each (its state in the thread's TLS), so there
- * just over one chunk's worth. */
+ * than the registry's first two chunks (1,024 ids each) hold. Fewer under
+ * the sanitizers, which pay per live thread: ThreadSanitizer allows about
+ * 8,000 and keeps over a megabyte for each (its state in the thread's TLS),
+ * so there just over one chunk's worth. */
 #if defined(__SANITIZE_THREAD__)
 #define NLIVE 1100
 #elif TU_SANITIZED
 #define NLIVE 2000
 #else
-#define NLIVE 10000
+#define NLIVE 3000
 #endif
 static pthread_barrier_t live_barrier;
 static _Atomic long live_ok;

@@ -208,7 +208,8 @@ static void *join_elsewhere(struct elsewhere *e)
 #define PIPE_STAGES 4
 #define PIPE_RING 64
 #define PIPE_LAG 32 /* wrappers the last stage holds before getting them */
-#define PIPE_ITEMS (TU_SANITIZED ? 50000L : 200000L)
+/* Thousands of blocked gets and helped wrappers at 2 threads and more. */
+#define PIPE_ITEMS (TU_SANITIZED ? 25000L : 100000L)
 #define PIPE_POISON ((uintptr_t)0) /* a failed get's value: never an item's */
 
 struct pipe_ring {
