@@ -240,7 +240,7 @@ static void read_scale(void)
         }
     }
     burst_n = scale * (TU_SANITIZED ? 200000L : 1000000L);
-    pipe_items = scale * (TU_SANITIZED ? 200000L : 2000000L);
+    pipe_items = scale * (TU_SANITIZED ? 100000L : 2000000L);
 }
 
 static Suite *memory_suite(void)
