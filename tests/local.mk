@@ -10,14 +10,14 @@ if SF_TESTS
 # with LDADD below. Listed longest first: the driver starts them in this
 # order, so `make -j2 check` ends with short ones on both cores.
 sf_tests = \
-	tests/test_park tests/test_memory tests/test_help tests/test_faults \
-	tests/test_shutdown_timeout tests/test_for tests/test_deadlock tests/test_claim \
-	tests/test_shutdown tests/test_task tests/test_unload tests/test_foreign \
-	tests/test_meh tests/test_stress tests/test_trace_chrome tests/test_batch \
-	tests/test_once tests/test_isolated tests/test_pending tests/test_lazy \
-	tests/test_errors tests/test_cancel tests/test_combined tests/test_failures \
-	tests/test_fiber tests/test_fork tests/test_stats tests/test_pool \
-	tests/test_config tests/test_trace tests/test_release
+	tests/test_park tests/test_memory tests/test_shutdown_timeout tests/test_claim \
+	tests/test_faults tests/test_deadlock tests/test_shutdown tests/test_task \
+	tests/test_help tests/test_stress tests/test_for tests/test_pending tests/test_meh \
+	tests/test_isolated tests/test_trace_chrome tests/test_foreign tests/test_unload \
+	tests/test_lazy tests/test_errors tests/test_cancel tests/test_batch \
+	tests/test_once tests/test_combined tests/test_failures tests/test_trace \
+	tests/test_stats tests/test_pool tests/test_fork tests/test_fiber \
+	tests/test_config tests/test_release
 check_PROGRAMS += $(sf_tests)
 TESTS += $(sf_tests)
 # Long forms of two, run by tools/soak: test_stress for SF_STRESS_SECONDS,
