@@ -168,7 +168,7 @@ static void *live_thread(void *arg)
     return NULL;
 }
 
-START_TEST(ten_thousand_live_threads)
+START_TEST(many_live_threads)
 {
     tu_env_threads(2);
     ck_assert_int_eq(sf_init(NULL), 0);
@@ -206,7 +206,7 @@ static Suite *foreign_suite(void)
     tcase_add_test(tc, eight_threads_fib18_one_thread);
     tcase_add_test(tc, concurrent_implicit_start);
     tcase_add_test(tc, futures_of_an_exited_thread);
-    tcase_add_test(tc, ten_thousand_live_threads);
+    tcase_add_test(tc, many_live_threads);
     suite_add_tcase(s, tc);
     return s;
 }
