@@ -208,7 +208,8 @@ static void *join_elsewhere(struct elsewhere *e)
 #define PIPE_STAGES 4
 #define PIPE_RING 64
 #define PIPE_LAG 32 /* wrappers the last stage holds before getting them */
-#define PIPE_ITEMS (TU_SANITIZED ? 50000L : 200000L)
+/* Thousands of blocked gets and helped wrappers at 2 threads and more. */
+#define PIPE_ITEMS (TU_SANITIZED ? 25000L : 100000L)
 #define PIPE_POISON ((uintptr_t)0) /* a failed get's value: never an item's */
 
 struct pipe_ring {
@@ -1106,8 +1107,10 @@ END_TEST
  * value, and the peak resident set stays bounded.
  * ========================================================================= */
 
-#define MANY (TU_SANITIZED ? 100000L : 1000000L)
-#define MANY_RSS_MIB 1024.0
+/* 100,000 waiters, a thousand times the fibers three threads may park;
+ * the peak bound allows about 1 KiB a waiter. */
+#define MANY (TU_SANITIZED ? 20000L : 100000L)
+#define MANY_RSS_MIB 128.0
 
 static atomic_int many_x_running, many_release;
 static atomic_long many_started, many_failed;

@@ -149,7 +149,7 @@ START_TEST(dlclose_keeps_the_pool_running)
     ck_assert_int_eq(pthread_join(user, NULL), 0);
     /* The worker's idle nap is 100 ms: an unmapped library would kill the
      * process with SIGSEGV within the first of these naps. */
-    for (int i = 0; i < 15; i++)
+    for (int i = 0; i < 3; i++)
         nap_ms(100);
 
     /* Still loaded (RTLD_NOLOAD opens only what is), and the same library:

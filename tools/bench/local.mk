@@ -13,6 +13,8 @@ EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sf
 
 tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h \
 	tools/bench/src/classic.h tools/bench/src/workloads.h
+# Empty: without it the program would take the tests' default LDADD.
+tools_bench_bench_seq_LDADD =
 
 tools_bench_bench_sf_SOURCES = tools/bench/src/bench_sf.c tools/bench/src/common.h \
 	tools/bench/src/classic.h tools/bench/src/workloads.h
@@ -44,6 +46,7 @@ tools_bench_bench_gomp_SOURCES = tools/bench/src/bench_omp.c tools/bench/src/com
 tools_bench_bench_gomp_CPPFLAGS = $(AM_CPPFLAGS) -DOMP_RUNTIME_NAME='"gomp"'
 tools_bench_bench_gomp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 tools_bench_bench_gomp_LDFLAGS = $(OPENMP_CFLAGS)
+tools_bench_bench_gomp_LDADD =
 
 # clang is a second compiler, outside automake's one-compiler-per-language
 # model: one explicit rule, with the build's CFLAGS.
