@@ -99,7 +99,7 @@ static int open_trace(struct sf__cfg *c)
  * The child forgets that runtime - its futures are invalid, its memory copy
  * leaks - and its next libsf call starts a fresh one. A fork from inside a
  * task leaves the child in that task's frames: POSIX lets such a child only
- * exec or _exit, and so does libsf (sf.h).
+ * exec or _exit, and so does libsf (docs/limits.md).
  */
 static void fork_child_reset(void)
 {

@@ -352,7 +352,7 @@ void sf__registry_after_fork(void)
     memset(chunks, 0, sizeof chunks);
     dead = NULL;
     /* Outside any call: a fork inside one leaves a child that may only
-     * exec or _exit (sf.h). */
+     * exec or _exit (docs/limits.md). */
     sf__tls.me = NULL;
     sf__tls.gen = 0;
     sf__tls.inside = 0;

@@ -688,7 +688,7 @@ END_TEST
  * must run nested in the batch's task, and at two threads a blocked getter
  * (this thread, in its get of the batch task running on the worker) may
  * take it first; waiting for the batch there is a cycle through two
- * threads, which sf_batch_wait does not detect (sf.h) - the program's
+ * threads, which sf_batch_wait does not detect (docs/batches.md) - the program's
  * deadlock, not the one this test is about.
  */
 START_TEST(wait_from_its_own_task)

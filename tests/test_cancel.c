@@ -1,5 +1,5 @@
 /*
- * test_cancel.c - sf_cancel and sf_cancelled (sf.h, "When things go wrong"):
+ * test_cancel.c - sf_cancel and sf_cancelled (docs/failures.md):
  * a task cancelled before it started never runs and is done at once; one
  * cancelled while it runs is asked to stop, and its getters see ECANCELED
  * only if it saw the request; a done task is left as it is.

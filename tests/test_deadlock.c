@@ -1,6 +1,6 @@
 /*
  * test_deadlock.c - a get that can never return fails with EDEADLK instead
- * of hanging (sf.h, "When things go wrong"): a task that gets its own
+ * of hanging (docs/failures.md): a task that gets its own
  * future, or a get that closes a cycle of gets, across threads (pool worker
  * or the program's own); the other gets of the cycle complete once that
  * task goes on. And never a false report: gets that wait a long time, or
@@ -280,7 +280,7 @@ static void *chain_task(void *arg)
     long i = (long)arg;
     atomic_fetch_add(&chain_started, 1);
     /* Every task of the chain runs before any gets: no get finds one of
-     * them pending, to run it nested in its own frame (sf.h, "Waiting"). */
+     * them pending, to run it nested in its own frame (docs/waiting.md). */
     if (!tu_wait_count(&chain_published, 5, WAIT_MS) || !tu_wait_count(&chain_started, 5, WAIT_MS))
         return (void *)-1L;
     if (i == 2) {
@@ -340,8 +340,7 @@ END_TEST
  * on each other's work all the time. No get may be EDEADLK, and every
  * value must be exact. _i: SF_THREADS 1, 2, 4.
  *
- * The graph has no cycle, so every wait here really does end (sf.h,
- * "Waiting").
+ * The graph has no cycle, so every wait here really does end (docs/waiting.md).
  */
 #define NTHREADS 8
 #define ROUNDS 20
@@ -461,7 +460,7 @@ START_TEST(shared_acyclic_gets_never_deadlock)
 END_TEST
 
 /*
- * Futures handed to siblings never stall a get (sf.h, "Waiting"). A root
+ * Futures handed to siblings never stall a get (docs/waiting.md). A root
  * task makes a lattice of LAT_LAYERS x LAT_WIDTH tasks: a task of layer
  * l > 0 is given two tasks of layer l - 1 by the root and gets them; the
  * root gets every task, top layer first. A thread blocked in a layer-1 task

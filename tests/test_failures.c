@@ -1,6 +1,6 @@
 /*
  * test_failures.c - sf_fail, sf_wait, sf_error_message and sf_on_unhandled
- * (sf.h, "When things go wrong"): a task fails by saying so and then returns
+ * (docs/failures.md): a task fails by saying so and then returns
  * as usual; every get of it sees the failure instead of a result, and no
  * other; a parent that gets a failed child decides what happens next; a
  * failure nobody saw reaches the unhandled-failure hook exactly once, when

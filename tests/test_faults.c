@@ -1228,7 +1228,7 @@ START_TEST(pool_starts_short)
 }
 END_TEST
 
-/* Fresh stacks of a chain (sf.h, Deep chains) when no fiber can be had
+/* Fresh stacks of a chain (docs/waiting.md, Deep chains) when no fiber can be had
  * (every fiber stack fails to map: F_STACK) and threads must do: the Nth
  * pthread_create fails, for every N the chain has. The get goes on in place
  * and the next level below the red line gets its fresh stack: the chain is
@@ -1288,7 +1288,7 @@ START_TEST(fresh_stack_fails_in_turn)
 END_TEST
 
 #if FAULTS_ALLOC
-/* sf.h's promise: a million-deep chain with no fiber and no thread to be had
+/* docs/waiting.md's promise: a million-deep chain with no fiber and no thread to be had
  * (every fiber stack fails to map, every pthread_create fails, the pool's
  * too) goes on in place and fails with
  * EAGAIN at some level, with no overflow; once threads can be had again, the
@@ -1385,7 +1385,7 @@ START_TEST(attr_init_fails)
     ck_assert_int_eq(s.workers, 0);
     tu_assert_os_threads(before);
     /* A chain whose first fresh stack cannot be set up: it goes on in place
-     * (room is left), and a later get takes a fresh stack (sf.h, "Deep
+     * (room is left), and a later get takes a fresh stack (docs/waiting.md, "Deep
      * chains"). Fresh stacks are threads only when no fiber can be had:
      * none here, where mmap can be interposed; elsewhere (a sanitizer)
      * fibers take the chain and no attribute is ever made. */

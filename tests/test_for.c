@@ -8,7 +8,7 @@
  * "Exactly once" is checked two ways. A counter per index (atomic adds)
  * for ranges that fit in memory. For huge ranges, each thread records the
  * runs of consecutive indices it executed (a part's indices run in
- * increasing order on one thread, sf.h), and the runs of all threads,
+ * increasing order on one thread, docs/loops.md), and the runs of all threads,
  * sorted, must tile [from, to) with no gap and no overlap: exact, and cheap
  * enough for 2^31 - 1 indices.
  */

@@ -112,7 +112,7 @@ START_TEST(child_starts_a_fresh_runtime)
 END_TEST
 
 /*
- * Handles made before the fork are invalid in the child (sf.h, fork()).
+ * Handles made before the fork are invalid in the child (docs/limits.md, fork()).
  * Using them fails with EINVAL - no hang waiting for a parent's thread,
  * no crash - whatever state the parent had them in: done, failed, running
  * on a worker, queued (submitted and public, or private), and tasks in

@@ -29,7 +29,7 @@
  *               task that gets its own future: exactly one get of each
  *               cycle fails with EDEADLK, the others complete
  *               (tests/test_deadlock.c has the rings and the pool worker).
- *   many        a million gets wait for one future held running: every
+ *   many        100,000 gets wait for one future held running: every
  *               one returns its value, in bounded memory (peak RSS).
  *   deep        a million nested gets, in bounded memory (peak RSS;
  *               tests/test_meh.c, chain_deep_default_stacks, checks the
