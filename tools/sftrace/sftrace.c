@@ -1374,8 +1374,8 @@ static void build_schedule(struct sched *sc)
 
 /* Where sftrace-plot is: next to this program when it was run by a path
  * that has one (the build tree), else where `make install` put it
- * (SFTRACE_PLOT, from tools/local.mk). */
-static const char *plot_path(const char *argv0)
+ * (SFTRACE_PLOT, from tools/local.mk). The caller frees it. */
+static char *plot_path(const char *argv0)
 {
     const char *slash = strrchr(argv0, '/');
     if (slash != NULL) {
@@ -1387,7 +1387,9 @@ static const char *plot_path(const char *argv0)
             return p;
         free(p);
     }
-    return SFTRACE_PLOT;
+    char *p = xrealloc(NULL, sizeof SFTRACE_PLOT);
+    memcpy(p, SFTRACE_PLOT, sizeof SFTRACE_PLOT);
+    return p;
 }
 
 /* --json, the pictures, then --schedule (given, or the default of a JSON
@@ -1413,7 +1415,10 @@ static int schedule_outputs(struct sched *sc, const char *json,
     for (int k = 0; k < SCHED_FORMATS; k++)
         if (pics[k] != NULL) {
             fflush(stdout); /* before the script writes a picture to it */
-            if (sched_plot(sc, plot_path(argv0), pics) != 0)
+            char *plot = plot_path(argv0);
+            int bad = sched_plot(sc, plot, pics) != 0;
+            free(plot);
+            if (bad)
                 return 1;
             break;
         }
