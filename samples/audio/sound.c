@@ -27,9 +27,10 @@
 
 #define CHUNK 4096 /* frames per libsndfile call */
 
-/* The formatted reasons *why points at: the samples report one error and
- * exit, from their main thread. */
-static char reason[256];
+/* The formatted reasons *why points at, one per thread: the samples report
+ * one error and exit, and samples/stream's reader thread reads while its
+ * main thread writes. */
+static _Thread_local char reason[256];
 
 /* libsndfile's message without its trailing period, for "prog: path: why". */
 static const char *sf_reason(SNDFILE *f)
@@ -103,6 +104,105 @@ int sound_create(sound_writer *w, const char *path, int format, int channels, in
     }
     *w = (sound_writer){f, fd, channels};
     return 0;
+}
+
+/* Little-endian fields of the streamed header. */
+static void le16(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)(v & 0xff);
+    p[1] = (unsigned char)(v >> 8 & 0xff);
+}
+
+static void le32(unsigned char *p, uint32_t v)
+{
+    le16(p, v & 0xffff);
+    le16(p + 2, v >> 16);
+}
+
+int sound_create_fd(sound_writer *w, int fd, int channels, int rate, const char **why)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        *why = strerror(errno);
+        return -1;
+    }
+    SF_INFO info = {.samplerate = rate, .channels = channels,
+                    .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+    if (!S_ISREG(st.st_mode)) {
+        /* The canonical 44-byte PCM header (RIFF, fmt of 16 bytes, data),
+         * its two sizes those of a stream of unknown length. */
+        const unsigned align = 2u * (unsigned)channels;
+        unsigned char h[44];
+        memcpy(h, "RIFF", 4);
+        le32(h + 4, 0xffffffffu);
+        memcpy(h + 8, "WAVEfmt ", 8);
+        le32(h + 16, 16);
+        le16(h + 20, 1); /* PCM */
+        le16(h + 22, (unsigned)channels);
+        le32(h + 24, (uint32_t)rate);
+        le32(h + 28, (uint32_t)rate * align);
+        le16(h + 32, align);
+        le16(h + 34, 16);
+        memcpy(h + 36, "data", 4);
+        le32(h + 40, (0xffffffffu - 36) / align * align);
+        for (size_t done = 0; done < sizeof h;) {
+            ssize_t k = write(fd, h + done, sizeof h - done);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                *why = strerror(errno);
+                return -1;
+            }
+            done += (size_t)k;
+        }
+        info.format = SF_FORMAT_RAW | SF_FORMAT_PCM_16 | SF_ENDIAN_LITTLE;
+    }
+    SNDFILE *f = sf_open_fd(fd, SFM_WRITE, &info, SF_FALSE);
+    if (f == NULL) {
+        *why = sf_reason(NULL);
+        return -1;
+    }
+    *w = (sound_writer){f, fd, channels};
+    return 0;
+}
+
+int sound_reader_open(sound_reader *r, int fd, const char **why)
+{
+    SF_INFO info = {0};
+    SNDFILE *f = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
+    if (f == NULL) {
+        *why = sf_reason(NULL);
+        return -1;
+    }
+    *r = (sound_reader){f, info.channels, info.samplerate};
+    return 0;
+}
+
+long sound_reader_read(sound_reader *r, double *x, size_t n, const char **why)
+{
+    size_t got = 0;
+    /* libsndfile returns short counts from a pipe mid-stream too: loop
+     * until n frames or the end. */
+    while (got < n) {
+        sf_count_t k = sf_readf_double(r->sf, x + got * (size_t)r->channels,
+                                       (sf_count_t)(n - got));
+        if (k <= 0) {
+            if (sf_error(r->sf) != SF_ERR_NO_ERROR) {
+                *why = sf_reason(r->sf);
+                return -1;
+            }
+            break;
+        }
+        got += (size_t)k;
+    }
+    return (long)got;
+}
+
+void sound_reader_close(sound_reader *r)
+{
+    if (r->sf != NULL)
+        sf_close(r->sf);
+    r->sf = NULL;
 }
 
 int sound_write(sound_writer *w, const double *x, size_t n, const char **why)
