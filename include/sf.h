@@ -213,6 +213,48 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...) __attribute__((format(prin
  * sf_get() sets them. */
 SF_EXPORT int sf_wait(sf_future *f, void **result);
 
+/* Timed waits (docs/waiting.md, Timed waits). seconds: 0 polls; 10^9 or more,
+ * or INFINITY, is no deadline; negative or NaN fails with EINVAL. They help
+ * with no other work, so a task running elsewhere makes them late by at most
+ * a wake-up. They return after their deadline only (a) while running a task
+ * they claimed because nobody had started it (sf_wait_for: f's own;
+ * sf_wait_any: the lowest-index one), until it ends; (b) inside a task, while
+ * a fiber of this thread that an earlier get parked, and whose future is
+ * done, runs until it waits again or ends (it may be what they wait for);
+ * (c) by a wake-up's latency. Not in a task, (b) never happens. */
+
+/* sf_wait() with a deadline `seconds` from the call: 0 (the result stored in
+ * *result if result is not NULL) or the task's outcome code as sf_wait()
+ * gives them, or ETIMEDOUT when f is not done by then: f stays valid, its
+ * task goes on, and a later wait sees its outcome. Like a get it submits this
+ * thread's pending tasks and runs f's task here if nobody has started it
+ * (whatever the deadline: at SF_THREADS=1 nobody else would). Also EINVAL (f
+ * NULL or released; seconds negative or NaN) and, whatever the deadline,
+ * EDEADLK: f's task encloses this wait on this thread, or the wait closes a
+ * cycle of gets (as sf_get()). f running on a parked fiber of this thread goes
+ * on through (b) above. Counted in sf_stats.timeouts. */
+SF_EXPORT int sf_wait_for(sf_future *f, void **result, double seconds);
+
+/* sf_batch_wait() with a deadline: it runs b's pending tasks itself, but
+ * starts none once the deadline has passed. Returns 0, or -1 with errno
+ * ETIMEDOUT (a task of b is not done by the deadline; they go on) or
+ * sf_batch_wait()'s errors (EINVAL also for seconds negative or NaN). */
+typedef struct sf_batch sf_batch; /* below, with sf_batch_new() */
+SF_EXPORT int sf_batch_wait_for(sf_batch *b, double seconds);
+
+/* Waits until one of fs[0 .. n) is done and stores in *which the lowest index
+ * among those done when it looks. One done already: returns at once, running
+ * nothing. Otherwise it submits this thread's pending tasks and, while none is
+ * done, runs the lowest-index task nobody has started (claimed as sf_get()
+ * would), then looks again; with only running ones left it sleeps on all of
+ * them: a completion wakes it within a wake-up (Linux 5.16's futex_waitv, up
+ * to 128 futures not done), else within 1 ms. Returns 0, ETIMEDOUT, EINVAL
+ * (fs or which NULL, n < 1, a NULL or released entry, seconds negative or
+ * NaN), EDEADLK (every future not done runs below this wait on this thread),
+ * or EAGAIN, ENOMEM (as sf_get(), running one). The deadlock detector does
+ * not follow it: a cycle of waits through it hangs, or times out. */
+SF_EXPORT int sf_wait_any(sf_future *const *fs, int n, double seconds, int *which);
+
 /* The message of a failed future (sf_fail()'s), or NULL if it has none, has
  * not failed, or f is NULL. Valid until f is released. Counts as seeing the
  * failure (it is then not reported as unhandled). */
@@ -288,6 +330,7 @@ typedef struct sf_stats {
     uint64_t resumes;        /* times a parked stack went on */
     uint64_t queued;         /* tasks made and not yet started, released or cancelled */
     int asleep;              /* threads asleep in a get now (the trace's Asleep) */
+    uint64_t timeouts;       /* timed waits that returned ETIMEDOUT (sf_wait_for & co.) */
 } sf_stats;
 
 /* Fills *out: each counter a recent value while tasks run, exact once every
@@ -321,6 +364,7 @@ typedef struct sf_thread_stats {
     uint64_t resumes;        /* ... and resumes */
     uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included */
     uint64_t avg_task_ns;    /* busy_ns / executed (0 if none) */
+    uint64_t timeouts;       /* its timed waits that returned ETIMEDOUT (sf_stats.timeouts) */
 } sf_thread_stats;
 
 /* Fills rows[0 .. min(n, max) - 1] in id order and returns n, the number of

@@ -59,13 +59,10 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg)
     return f;
 }
 
-SF_EXPORT int sf_batch_wait(sf_batch *b)
+/* sf_batch_wait until deadline_ns (sf__now_ns; UINT64_MAX: none), from
+ * within a call: 0, or -1 with errno. */
+static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
 {
-    if (b == NULL) {
-        errno = EINVAL;
-        return -1;
-    }
-    SF__OUTERMOST("sf_batch_wait", int, sf_batch_wait(b));
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return -1;
@@ -80,12 +77,18 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
      * SF_THREADS (1 included): like a get running its own task, it needs no
      * worker. A task of b running elsewhere is on its runner's stack, which
      * completes it (deadlock freedom of gets, get.c); we sleep meanwhile,
-     * woken by an add (work for us) or by the last completion. */
+     * woken by an add (work for us) or by the last completion. With a
+     * deadline (sf_batch_wait_for), no task starts here once it has passed;
+     * one started before it runs to its end, the only way the wait returns
+     * late besides a parked fiber resumed below and a wake-up. */
+    bool timed = deadline_ns != UINT64_MAX;
     unsigned rounds = 0;
     long nap = NAP_MIN_NS;
     for (;;) {
         uint64_t claimed;
-        sf_future *f = sf__batch_take_from(b, &claimed);
+        sf_future *f = NULL;
+        if (!timed || sf__now_ns() < deadline_ns)
+            f = sf__batch_take_from(b, &claimed);
         if (f != NULL) {
             /* Past a shutdown's deadline no task starts here either
              * (sf_shutdown_timeout; pool.h): claimed after it, so not
@@ -100,6 +103,12 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
         }
         if (sf__batch_outstanding(b) == 0)
             return 0;
+        uint64_t now = timed ? sf__now_ns() : 0;
+        if (timed && now >= deadline_ns) {
+            SF__BUMP(sf__sched(me)->c_timeouts);
+            errno = ETIMEDOUT;
+            return -1;
+        }
         /* A task of b may be parked on another fiber of this thread (a get
          * helped with it): it goes on only here, while we wait (park.c). */
         if (sf__park_any(me) && sf__park_resume_ready(me, NULL)) {
@@ -115,9 +124,38 @@ SF_EXPORT int sf_batch_wait(sf_batch *b)
         }
         /* With fibers parked, look at them again soon: their futures
          * complete without waking us. */
-        sf__batch_sleep(b, sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap);
+        long n = sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap;
+        if (timed && (uint64_t)n > deadline_ns - now)
+            n = (long)(deadline_ns - now); /* >= 1: a sleep, not "no limit" */
+        sf__batch_sleep(b, n);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
+}
+
+SF_EXPORT int sf_batch_wait(sf_batch *b)
+{
+    if (b == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    SF__OUTERMOST("sf_batch_wait", int, sf_batch_wait(b));
+    return batch_wait_until(b, UINT64_MAX);
+}
+
+/* sf_batch_wait_for with its deadline, which counts from the call. */
+static int batch_wait_for_entry(sf_batch *b, uint64_t deadline_ns)
+{
+    SF__OUTERMOST("sf_batch_wait_for", int, batch_wait_for_entry(b, deadline_ns));
+    return batch_wait_until(b, deadline_ns);
+}
+
+SF_EXPORT int sf_batch_wait_for(sf_batch *b, double seconds)
+{
+    if (b == NULL || !(seconds >= 0)) { /* NaN too */
+        errno = EINVAL;
+        return -1;
+    }
+    return batch_wait_for_entry(b, sf__deadline_ns(seconds));
 }
 
 SF_EXPORT void sf_batch_close(sf_batch *b)

@@ -637,3 +637,100 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
     SF__TRACE(me, GDONE, s, 0);
     return SF__LIKELY(!(s & SF__FAILED)) ? f->val : sf__get_failed(f);
 }
+
+/*
+ * Timed gets (sf_wait_for, sf_wait_any: wait.c). Steps 1 to 3 as above,
+ * then step 4 without helping: the wait runs no task but f's, so a task
+ * running elsewhere cannot make it late by more than a wake-up. It still
+ * submits (the caller did, as a get does) and still claims f when nobody
+ * has started it - at SF_THREADS=1 nobody else would - returning when that
+ * run ends, past the deadline if it takes that long.
+ *
+ * Parked fibers. f may run on a fiber of this thread that an earlier get
+ * parked (the caller is a task on a fiber above it), or wait, through a
+ * chain of gets, for one; such a fiber goes on only at this thread's
+ * scheduling points, and this wait is one (park.c). So, as a get does, it
+ * resumes a parked fiber whose future is done - yielding, not waiting for
+ * f: the resumed fiber switches back here at its next scheduling point
+ * (its next wait, or its end), and this wait looks at its deadline again.
+ * That fiber's run up to that point is the other way it can be late; a
+ * call from plain code (an outermost call) has no parked fibers.
+ *
+ * Deadlock freedom: as a get's (top comment), a timed wait never waits for
+ * a task nobody will start, and its sleeps are bounded by the deadline and
+ * by SF__PARKED_NAP_NS while fibers are parked here. Cycles: it publishes
+ * its wait and looks for a cycle before each sleep, like a get (Deadlock),
+ * so a timed wait that closes a cycle of gets fails with EDEADLK whatever
+ * its deadline - it could never succeed - and one whose f runs below it
+ * on its own fiber fails at once.
+ */
+int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
+{
+    struct slow_get w = {.f = f, .region = sf__sched(me)->region, .nap = NAP_MIN_NS};
+    int rc = 0;
+    for (;;) {
+        /* Acquire: DONE makes the runner's val visible. */
+        uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+        uint64_t st = sf__status(s);
+        if (st == SF__DONE)
+            break;
+        if (st == SF__PENDING) {
+            enum look l = claim_and_run_here(me, &w, s);
+            if (l == LOOK_AGAIN)
+                continue;
+            rc = l == LOOK_FAILED ? w.err : 0;
+            break;
+        }
+        if (st != SF__RUNNING || (s & SF__ORPHAN)) {
+            rc = EINVAL; /* released before this wait */
+            break;
+        }
+        /* Relaxed: compared only with our own fiber, whose pointer only this
+         * thread stores as a runner (run.h) - an equal value is our store. */
+        if (__atomic_load_n(&f->runner, __ATOMIC_RELAXED) == (void *)sf__sched(me)->fiber) {
+            rc = EDEADLK; /* f encloses this wait: it cannot end first */
+            break;
+        }
+        if (!w.blocked) {
+            w.blocked = true;
+            SF__BUMP(sf__sched(me)->c_blocked);
+        }
+        uint64_t now = sf__now_ns();
+        if (now >= deadline_ns) {
+            rc = ETIMEDOUT;
+            break;
+        }
+        answer_thieves(me);
+        /* Parked fibers (above): one that can go on runs until its next
+         * scheduling point, then this wait goes on. */
+        if (sf__park_any(me) && sf__park_resume_ready(me, NULL)) {
+            backoff_reset(&w);
+            continue;
+        }
+        if (w.rounds < SPIN_ROUNDS) {
+            w.rounds++;
+            for (int i = 0; i < 16; i++)
+                sf__pause();
+            continue;
+        }
+        if (!w.published) {
+            w.published = true;
+            w.outer_wait = begin_wait(me, f);
+        }
+        if (closes_cycle(me, f, &w.watch)) {
+            rc = EDEADLK;
+            break;
+        }
+        long nap = w.nap;
+        if (sf__park_any(me) && nap > SF__PARKED_NAP_NS)
+            nap = SF__PARKED_NAP_NS;
+        if ((uint64_t)nap > deadline_ns - now)
+            nap = (long)(deadline_ns - now);
+        sleep_on(me, f, nap);
+        w.nap = w.nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : w.nap * 2;
+    }
+    if (w.published)
+        end_wait(me, w.outer_wait);
+    free(w.watch.prev);
+    return rc;
+}

@@ -10,6 +10,11 @@
 
 /* The rest of a get (below), or all of an isolated one (Isolation). */
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);
+/* A timed get of f, which helps nobody (get.c, Timed gets): 0 once f is
+ * DONE; ETIMEDOUT when it is not by deadline_ns (sf__now_ns; UINT64_MAX:
+ * none); EDEADLK, EINVAL, or a failed claim's EAGAIN or ENOMEM. The caller
+ * submitted first. */
+int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns);
 /* A get's end on f, DONE with FAILED: marks the failure seen and returns
  * NULL with errno set to its code. */
 void *sf__get_failed(sf_future *f);

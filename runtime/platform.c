@@ -52,6 +52,50 @@ void sf__futex_wait(void *word, uint32_t expect, long timeout_ns)
     errno = saved;
 }
 
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449 /* the same number on every architecture (Linux 5.16) */
+#endif
+
+/* The kernel's struct futex_waitv and flags (linux/futex.h, 5.16), spelled
+ * out for older headers. FUTEX2_PRIVATE matches FUTEX_WAKE_PRIVATE: both
+ * key the word by this process's memory map alone. */
+struct waitv {
+    uint64_t val;
+    uint64_t uaddr;
+    uint32_t flags;
+    uint32_t reserved;
+};
+#define WAITV_U32 0x02u
+#define WAITV_PRIVATE 128u
+
+/* 1 once the kernel said ENOSYS: every later call falls back at once.
+ * Relaxed: a hint; a stale 0 costs one more failing system call. */
+static _Atomic int waitv_missing;
+
+int sf__futex_waitv(uint32_t *const *words, const uint32_t *expect, int n, uint64_t deadline_ns)
+{
+    if (n < 1 || n > SF__FUTEX_WAITV_MAX ||
+        atomic_load_explicit(&waitv_missing, memory_order_relaxed))
+        return -1;
+    struct waitv v[SF__FUTEX_WAITV_MAX];
+    for (int i = 0; i < n; i++)
+        v[i] = (struct waitv){expect[i], (uint64_t)(uintptr_t)words[i],
+                              WAITV_U32 | WAITV_PRIVATE, 0};
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+    int saved = errno;
+    /* Returns the index of a woken word, or -1 with EAGAIN (a word changed),
+     * ETIMEDOUT or EINTR: every caller rechecks its condition. */
+    long r = syscall(SYS_futex_waitv, v, (unsigned)n, 0u,
+                     deadline_ns == UINT64_MAX ? NULL : &ts, CLOCK_MONOTONIC);
+    int e = errno;
+    errno = saved;
+    if (r < 0 && e == ENOSYS) {
+        atomic_store_explicit(&waitv_missing, 1, memory_order_relaxed);
+        return -1;
+    }
+    return 0;
+}
+
 void sf__futex_wake(void *word, int n)
 {
     int saved = errno;

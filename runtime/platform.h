@@ -70,6 +70,13 @@ void sf__platform_after_fork(void);
  * return early for any reason: every caller rechecks its condition. */
 void sf__futex_wait(void *word, uint32_t expect, long timeout_ns);
 void sf__futex_wake(void *word, int n);
+/* Sleeps while every *words[i] == expect[i] (i < n), until the monotonic
+ * clock (sf__now_ns) reaches deadline_ns (UINT64_MAX: no limit): Linux's
+ * futex_waitv, whose wakers are plain sf__futex_wake calls on any of the
+ * words. May return early for any reason. -1 when the kernel lacks it
+ * (ENOSYS) or n exceeds SF__FUTEX_WAITV_MAX: the caller sleeps otherwise. */
+#define SF__FUTEX_WAITV_MAX 128
+int sf__futex_waitv(uint32_t *const *words, const uint32_t *expect, int n, uint64_t deadline_ns);
 
 /*
  * The 32-bit half of a 64-bit atomic word that holds its low bits: a futex
@@ -92,6 +99,13 @@ void sf__stack_bounds(uintptr_t *lo, size_t *size);
 
 /* Monotonic nanoseconds. */
 uint64_t sf__now_ns(void);
+/* The sf__now_ns time `seconds` (>= 0, not NaN) from now; UINT64_MAX (no
+ * deadline) from 10^9 seconds on (infinity too): beyond that it would not fit
+ * 64 bits of nanoseconds safely. */
+static inline uint64_t sf__deadline_ns(double seconds)
+{
+    return seconds < 1e9 ? sf__now_ns() + (uint64_t)(seconds * 1e9) : UINT64_MAX;
+}
 
 /* Gives the whole pages within [p, p + n) back to the system; they stay
  * mapped and read as zeros afterwards (private anonymous memory only). */

@@ -128,6 +128,9 @@ struct sf__sched {
     _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
         c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
         c_idle_sleeps, c_busy_ns, c_parks, c_resumes;
+    /* Timed waits (sf_wait_for, sf_wait_any, sf_batch_wait_for) that
+     * returned ETIMEDOUT. */
+    _Atomic uint64_t c_timeouts;
 };
 
 /* The bytes struct sf__sched takes in `upper`: where the next layer's part

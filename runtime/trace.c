@@ -280,6 +280,11 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
             "\"name\":\"resume\",\"cat\":\"park\",\"args\":{\"fiber\":%llu}}\n",
             pid, tid, us, frac, (unsigned long long)a);
         break;
+    case SF__EV_TIMEOUT:
+        OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"timeout\",\"cat\":\"wait\",\"args\":{\"task\":\"%d.%llu\"}}\n",
+            pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
     case SF__EV_IDLE:
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
             "\"name\":\"idle\",\"cat\":\"idle\"}\n", pid, tid, us, frac);

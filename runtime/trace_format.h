@@ -64,6 +64,10 @@
     X(FIBER, "Fiber", "count",                                                             \
       "this thread runs its fiber N from the next line on (0: its own stack; 1 and up: "   \
       "fibers its waits parked work on)")                                                 \
+    X(TIMEOUT, "Timeout", "task",                                                          \
+      "a timed wait (`sf_wait_for`, `sf_wait_any`: its first future) gave up on task, not "  \
+      "done, at its deadline; it ends the get that logged `GStart` (if any), and the task "  \
+      "goes on")                                                                           \
     X(SHUTDOWN, "Shutdown", "drained=count", "`sf_shutdown` ran N still-pending tasks, then stopped")
 
 /*

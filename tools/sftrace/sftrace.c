@@ -1000,6 +1000,16 @@ static void on_IDLE(const struct rec *r)
         problem(r->line, "Idle while running a task or getting");
 }
 
+/* A timed wait gave up on the task: the get that began it (if it logged
+ * GStart) ends, without the task done. */
+static void on_TIMEOUT(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    uint32_t g = vec_top(&t->gets);
+    if (g != NONE && task_of(&recs[g]) == task_of(r))
+        t->gets.n--;
+}
+
 static void on_SHUTDOWN(const struct rec *r)
 {
     struct thr *t = thr_of(r);
