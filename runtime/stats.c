@@ -49,6 +49,7 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
     r->resumes = LOAD(sf__sched(t)->c_resumes);
     r->busy_ns = LOAD(sf__sched(t)->c_busy_ns);
     r->avg_task_ns = r->executed != 0 ? r->busy_ns / r->executed : 0;
+    r->promises = LOAD(sf__sched(t)->c_promises);
 }
 
 /* A thread has a row if it is a worker or has done anything at all. */
@@ -56,7 +57,7 @@ static bool has_row(const sf_thread_stats *r)
 {
     return r->is_worker || r->asleep || r->created || r->executed || r->discarded ||
            r->cancelled || r->gets_blocked || r->steals_tried || r->sleeps ||
-           r->fresh_stacks || r->parks || r->busy_ns;
+           r->fresh_stacks || r->parks || r->busy_ns || r->promises;
 }
 
 void sf__stats_sum(sf_stats *out)
@@ -77,6 +78,7 @@ void sf__stats_sum(sf_stats *out)
         out->fresh_stacks += LOAD(sf__sched(t)->c_fresh_stacks);
         out->parks += LOAD(sf__sched(t)->c_parks);
         out->resumes += LOAD(sf__sched(t)->c_resumes);
+        out->promises += LOAD(sf__sched(t)->c_promises);
     }
     out->queued = sf__threads_queued();
     out->asleep = sf__threads_asleep();
