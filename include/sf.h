@@ -280,6 +280,44 @@ SF_EXPORT int sf_cancel(sf_future *f);
  * its getters will see ECANCELED), else 0. Outside a task: 0. */
 SF_EXPORT int sf_cancelled(void);
 
+/* Promises: futures with no task, completed by sf_promise_set() or
+ * sf_promise_fail() from any thread, one that never otherwise calls libsf
+ * included (an I/O thread, an audio callback). Every other call on futures
+ * takes them: gets help, then sleep, as for a task running elsewhere, and
+ * never fail with EDEADLK (nothing of libsf's can complete a promise);
+ * sf_get_isolated() waits without helping (a promise is in no region);
+ * sf_cancel() completes an unset one at once (its getters see ECANCELED);
+ * failures are reported as a task's; sf_shutdown() does not wait for unset
+ * ones (their handles become invalid), but does for running tasks, those
+ * that wait for a promise included (docs/failures.md, Promises). */
+
+/* A new unset promise; starts the runtime if needed. The caller holds it as a
+ * future from sf_do() and releases it; its setter's call needs no more
+ * (sf_promise_set()).
+ * Returns it, or NULL with errno ENOMEM or EAGAIN (as sf_do()). */
+SF_EXPORT sf_future *sf_promise(void);
+
+/* Completes promise p with value: its getters return it. Allocates nothing,
+ * takes no lock and does not register the calling thread (with SF_TRACE on,
+ * it writes one trace line), so an audio callback may call it. One call per
+ * promise is the setter's, valid whatever p's holder did: a promise released
+ * before it is completed, or cancelled before this call, waits for this call
+ * (which frees a released one). Returns 0, or -1 with errno EALREADY (already set or failed),
+ * ECANCELED (sf_cancel() came first: its getters saw ECANCELED) or EINVAL (p
+ * is NULL, not a promise, completed and released, or from before a shutdown
+ * or a fork). */
+SF_EXPORT int sf_promise_set(sf_future *p, void *value);
+
+/* Completes promise p as failed with `code` (> 0) and a printf-style message
+ * (fmt NULL: none), as sf_fail() fails a task: getters see the code and
+ * sf_error_message() the message, and a failure nobody saw goes to the
+ * unhandled-failure hook (run by this call if p was released before). As
+ * sf_promise_set(), except that it allocates the message. Returns 0, or -1
+ * with errno as sf_promise_set(), EINVAL also for code <= 0, or ENOMEM (no
+ * memory for the message: p still fails, without one). */
+SF_EXPORT int sf_promise_fail(sf_future *p, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* A fair batch: a group of tasks submitted as they are added (eager, unlike
  * sf_do()), which idle workers serve round-robin against other batches,
  * before any plain task. Its tasks are ordinary futures (docs/batches.md). */
@@ -331,6 +369,7 @@ typedef struct sf_stats {
     uint64_t queued;         /* tasks made and not yet started, released or cancelled */
     int asleep;              /* threads asleep in a get now (the trace's Asleep) */
     uint64_t timeouts;       /* timed waits that returned ETIMEDOUT (sf_wait_for & co.) */
+    uint64_t promises;       /* promises made (sf_promise); in no count above */
 } sf_stats;
 
 /* Fills *out: each counter a recent value while tasks run, exact once every
@@ -365,6 +404,7 @@ typedef struct sf_thread_stats {
     uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included */
     uint64_t avg_task_ns;    /* busy_ns / executed (0 if none) */
     uint64_t timeouts;       /* its timed waits that returned ETIMEDOUT (sf_stats.timeouts) */
+    uint64_t promises;       /* promises it made (sf_promise) */
 } sf_thread_stats;
 
 /* Fills rows[0 .. min(n, max) - 1] in id order and returns n, the number of

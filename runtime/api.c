@@ -7,6 +7,7 @@
  * layers below; the debug build also reports uses of released futures here.
  */
 #include "lifecycle.h"
+#include "promise.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -187,6 +188,16 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
     for (;;) {
         switch (sf__status(s)) {
         case SF__DONE: {
+            if (SF__UNLIKELY(s & SF__CANCEL)) {
+                /* A cancelled promise whose setter is still to call: that
+                 * call frees it (promise.c, Two owners). Release: as for a
+                 * running task's orphan below. */
+                if (atomic_compare_exchange_weak_explicit(&f->state, &s, s | SF__ORPHAN,
+                                                          memory_order_release,
+                                                          memory_order_acquire))
+                    return;
+                break;
+            }
             /* A failure nobody saw is reported (failure.h), once f is
              * freed: the hook is the program's code, and whatever it does
              * (say, another failure's release) finds f gone, not unseen. */
@@ -425,6 +436,13 @@ SF_EXPORT int sf_cancel(sf_future *f)
             break;
         }
         case SF__RUNNING:
+            if (sf__is_promise(f)) {
+                /* No task to ask: completed at once. Traced, inside a call:
+                 * its Set line is this thread's if it has one. */
+                if (SF__UNLIKELY(sf__trace_on))
+                    SF__OUTERMOST("sf_cancel", int, sf_cancel(f));
+                return sf__promise_cancel(f, s);
+            }
             if (s & SF__ORPHAN) {
                 errno = EINVAL;
                 return -1;

@@ -32,8 +32,17 @@
  * EINVAL) instead of naming another task. At most two runtimes' arenas
  * exist, the resting ones taking no memory but address space.
  *
+ * Deferred frees. A completed promise whose handle was released first
+ * (promise.c) is freed by the thread that completes it, which may be one
+ * libsf does not know - an audio callback - and must then take no lock
+ * and allocate nothing: it pushes the future on a lock-free list (a
+ * Treiber stack: pushes only, one CAS each), which a thread with a free
+ * list empties whole by one exchange (sf__future_reclaim, by sf_promise),
+ * so no pop races a push and no ABA can arise. sf_shutdown and fork forget
+ * the list with the arenas.
+ *
  * Invariant: a future is in exactly one of: in use, one thread's free list,
- * its slab's stash list; a cold slab has all its futures in none and reads
+ * its slab's stash list, the deferred list; a cold slab has all its futures in none and reads
  * as zeros. Slab bookkeeping is under slab_lock.
  */
 #include "future.h"
@@ -60,6 +69,9 @@ struct arena {
     struct slab slab[ARENA_SLABS]; /* [0] unused: the header's own */
 };
 _Static_assert(sizeof(struct arena) <= SLAB_BYTES, "an arena's header fits its first slab");
+
+/* Deferred frees: FREE futures linked by u.next. */
+static _Atomic(sf_future *) deferred;
 
 /* A leaf lock (debug.h): nothing is taken under it. */
 static struct sf__lock slab_lock = SF__LOCK_INITIALIZER(SF__RANK_LEAF, "slab_lock");
@@ -218,6 +230,33 @@ void sf__future_free_shared(sf_future *f)
     discard_and_cool(done);
 }
 
+void sf__future_free_deferred(sf_future *f)
+{
+    /* Relaxed: the CAS below rereads it. */
+    sf_future *head = atomic_load_explicit(&deferred, memory_order_relaxed);
+    do
+        f->u.next = head;
+    /* Release: the reclaimer's acquire exchange sees u.next (each push is
+     * an RMW, so the release sequence carries every earlier push too). */
+    while (!atomic_compare_exchange_weak_explicit(&deferred, &head, f, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+void sf__future_reclaim(struct sf__freelist *fl)
+{
+    /* Relaxed: a hint; a push missed now is reclaimed next time. */
+    if (atomic_load_explicit(&deferred, memory_order_relaxed) == NULL)
+        return;
+    /* Acquire: pairs with the pushes' release; their links are visible. */
+    sf_future *f = atomic_exchange_explicit(&deferred, NULL, memory_order_acquire);
+    while (f != NULL) {
+        sf_future *next = f->u.next;
+        /* From an orphan's completion (future.h): the transition it made. */
+        sf__future_put(fl, f, SF__RUNNING | SF__ORPHAN);
+        f = next;
+    }
+}
+
 sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state)
 {
     /* No lock: the caller may run user code (an unhandled-failure hook)
@@ -271,6 +310,8 @@ void sf__futures_free_all(void)
      * sf_shutdown reads as FREE (a get of it fails with EINVAL). They rest
      * through the next runtime (Resting arenas); the resting ones before
      * them are this runtime's to reuse from now on. */
+    /* Relaxed: nobody uses futures now. Its futures rest with their arenas. */
+    atomic_store_explicit(&deferred, NULL, memory_order_relaxed);
     sf__lock(&slab_lock);
     partial = cold = NULL;
     struct arena *r = resting;
@@ -297,6 +338,9 @@ bool sf__future_resting(const sf_future *f)
 void sf__futures_after_fork(void)
 {
     sf__lock_init(&slab_lock, SF__RANK_LEAF, "slab_lock");
+    /* Relaxed: the child has one thread. The parent's deferred futures go
+     * with their arenas. */
+    atomic_store_explicit(&deferred, NULL, memory_order_relaxed);
     /* The parent's futures are invalid here. Their pages are discarded
      * (in the child only: private memory) so that they read as FREE - a
      * get, wait, release or cancel of one fails with EINVAL instead of

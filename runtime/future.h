@@ -34,6 +34,8 @@
  *   PENDING -> MOVED           a task in caller storage promoted (below)
  *   MOVED -> DONE[|FAILED|SEEN] its getter copied the slab future's end back
  * (CANCEL and ORPHAN combine; the runner's completion drops both.)
+ *   FREE -> RUNNING            sf_promise: a future with no task (promise.c
+ *                              has a promise's own states and flags)
  *
  * While RUNNING, runner names the fiber that runs it (run.h), which is
  * how a getter about to sleep follows a chain of waits (get.c, Deadlock).
@@ -164,7 +166,7 @@ static inline int sf__transition_ok(uint64_t from, uint64_t to)
     uint64_t f = sf__status(from), t = sf__status(to);
     bool same_tag = sf__tag(from) == sf__tag(to);
     switch (f) {
-    case SF__FREE: return t == SF__PENDING;
+    case SF__FREE: return t == SF__PENDING || t == SF__RUNNING; /* RUNNING: sf_promise */
     case SF__PENDING:
         return ((t == SF__RUNNING || t == SF__MOVED) && same_tag && !(to & SF__FLAGS)) ||
                to == SF__FREE;
@@ -227,6 +229,12 @@ struct sf__futures_cursor {
 };
 sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state);
 void sf__freelist_destroy(struct sf__freelist *fl);
+/* Frees f, FREE already, from any thread - one that libsf does not know
+ * too - allocating nothing and taking no lock: onto the deferred list
+ * (future.c, Deferred frees), which sf__future_reclaim empties. */
+void sf__future_free_deferred(sf_future *f);
+/* Moves every future of the deferred list onto fl (its owner). */
+void sf__future_reclaim(struct sf__freelist *fl);
 /* Is f in an arena of a runtime that is gone (future.c, Resting arenas): a
  * future of a stopped runtime, or of a forked parent's? For reports. */
 bool sf__future_resting(const sf_future *f);

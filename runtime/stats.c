@@ -50,6 +50,7 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
     r->busy_ns = LOAD(sf__sched(t)->c_busy_ns);
     r->avg_task_ns = r->executed != 0 ? r->busy_ns / r->executed : 0;
     r->timeouts = LOAD(sf__sched(t)->c_timeouts);
+    r->promises = LOAD(sf__sched(t)->c_promises);
 }
 
 /* A thread has a row if it is a worker or has done anything at all. */
@@ -57,7 +58,7 @@ static bool has_row(const sf_thread_stats *r)
 {
     return r->is_worker || r->asleep || r->created || r->executed || r->discarded ||
            r->cancelled || r->gets_blocked || r->steals_tried || r->sleeps ||
-           r->fresh_stacks || r->parks || r->busy_ns || r->timeouts;
+           r->fresh_stacks || r->parks || r->busy_ns || r->timeouts || r->promises;
 }
 
 void sf__stats_sum(sf_stats *out)
@@ -79,6 +80,7 @@ void sf__stats_sum(sf_stats *out)
         out->parks += LOAD(sf__sched(t)->c_parks);
         out->resumes += LOAD(sf__sched(t)->c_resumes);
         out->timeouts += LOAD(sf__sched(t)->c_timeouts);
+        out->promises += LOAD(sf__sched(t)->c_promises);
     }
     out->queued = sf__threads_queued();
     out->asleep = sf__threads_asleep();

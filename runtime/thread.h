@@ -124,10 +124,11 @@ struct sf__sched {
      * (stats.c sums them). c_steal_tries/fails: scans of other threads'
      * queues by a helping get or an idle worker, and those that found
      * nothing; c_idle_sleeps: an idle worker's sleeps; c_busy_ns: time in
-     * outermost task executions (run.h, sf__run_outermost). */
+     * outermost task executions (run.h, sf__run_outermost); c_promises:
+     * promises made (promise.c), which also numbers them for the trace. */
     _Atomic uint64_t c_created, c_inline, c_pool, c_stolen, c_drained, c_discarded,
         c_blocked, c_sleeps, c_fresh_stacks, c_cancelled, c_steal_tries, c_steal_fails,
-        c_idle_sleeps, c_busy_ns, c_parks, c_resumes;
+        c_idle_sleeps, c_busy_ns, c_parks, c_resumes, c_promises;
     /* Timed waits (sf_wait_for, sf_wait_any, sf_batch_wait_for) that
      * returned ETIMEDOUT. */
     _Atomic uint64_t c_timeouts;

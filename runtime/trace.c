@@ -188,6 +188,19 @@ static unsigned long long flow_id(uint64_t s)
            ((unsigned long long)sf__tag_seq(s) & ((1ull << 36) - 1));
 }
 
+/* A promise's completion (Set) as a Chrome instant event of track tid: the
+ * promise, and its failure code (0: set). */
+static int chrome_set(char *p, int room, int tid, uint64_t a, uint64_t b, uint64_t ns)
+{
+    return snprintf(p, (size_t)room,
+                    ",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+                    "\"name\":\"set\",\"cat\":\"promise\",\"args\":{\"task\":\"%d.%llu\","
+                    "\"code\":%llu}}\n",
+                    chrome_pid, tid, (unsigned long long)(ns / 1000),
+                    (unsigned long long)(ns % 1000), sf__tag_thread(a),
+                    (unsigned long long)sf__tag_seq(a), (unsigned long long)b);
+}
+
 /* Formats event ev of thread t at ns as JSON objects at p (room for
  * LINE_MAX_BYTES); returns the bytes written, 0 for an event the Chrome
  * trace leaves out (Do, Get, Submit...: the slices say what they did). */
@@ -289,6 +302,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
             "\"name\":\"idle\",\"cat\":\"idle\"}\n", pid, tid, us, frac);
         break;
+    case SF__EV_SET: n += chrome_set(p + n, LINE_MAX_BYTES - n, tid, a, b, ns); break;
     case SF__EV_SHUTDOWN:
         OUT(",{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
             "\"name\":\"shutdown\",\"args\":{\"drained\":%llu}}\n",
@@ -299,6 +313,9 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
 #undef OUT
     return n;
 }
+
+static size_t text_line(char *p, int id, enum sf__event ev, uint64_t a, uint64_t b,
+                        uint64_t ns);
 
 void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b)
 {
@@ -314,9 +331,16 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
     }
     if (ev == SF__EV_FSTART && b == SF__HOW_WAIT_INLINE)
         b = SF__HOW_INLINE; /* the text trace does not tell them apart */
+    sf__sched(t)->tlen += text_line(p, t->id, ev, a, b, ns);
+}
+
+/* Formats event ev of thread `id` at ns as a text line at p (room for
+ * LINE_MAX_BYTES); returns its bytes. */
+static size_t text_line(char *p, int id, enum sf__event ev, uint64_t a, uint64_t b, uint64_t ns)
+{
     /* Every argument is short (at most 20 digits twice, or a key and a
      * number), so a line always fits LINE_MAX_BYTES. */
-    int n = snprintf(p, LINE_MAX_BYTES, "%d\t%lld\t%d\t%llu.%03llu\t%s", t->id, queued(),
+    int n = snprintf(p, LINE_MAX_BYTES, "%d\t%lld\t%d\t%llu.%03llu\t%s", id, queued(),
                      asleep(), (unsigned long long)(ns / 1000000),
                      (unsigned long long)(ns / 1000 % 1000), event_name[ev]);
     uint64_t arg[SF__TRACE_MAX_ARGS] = {a, b};
@@ -337,5 +361,28 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
         }
     }
     p[n++] = '\n';
-    sf__sched(t)->tlen += (size_t)n;
+    return (size_t)n;
+}
+
+void sf__trace_outside(enum sf__event ev, uint64_t a, uint64_t b)
+{
+    char line[LINE_MAX_BYTES];
+    uint64_t ns = sf__now_ns() - t0_ns;
+    size_t n;
+    if (chrome) {
+        /* A track of its own, named in the same write: a name that comes
+         * many times is one name to the viewers. */
+        int m = snprintf(line, sizeof line,
+                         ",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                         "\"args\":{\"name\":\"outside libsf\"}}\n",
+                         chrome_pid, SF__NO_THREAD_ID);
+        if (ev == SF__EV_SET)
+            m += chrome_set(line + m, (int)sizeof line - m, SF__NO_THREAD_ID, a, b, ns);
+        n = (size_t)m;
+    } else {
+        n = text_line(line, SF__NO_THREAD_ID, ev, a, b, ns);
+    }
+    /* One write of whole lines: it stays whole in the file (O_APPEND) or
+     * a pipe, among the threads' buffers. */
+    write_all(trace_fd, line, n);
 }

@@ -59,6 +59,15 @@ void sf__trace_flush(struct sf__thread *t);
  */
 void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b);
 
+/*
+ * Logs event ev, as sf__trace_event, for a thread that has no buffer here:
+ * one outside libsf's calls (a plain pthread, an audio callback, a thread
+ * between two calls), which completes a promise. Its line names no thread
+ * (Thread SF__NO_THREAD_ID, 131071) and is written at once with one
+ * write(2): no buffer, no allocation, no lock of ours.
+ */
+void sf__trace_outside(enum sf__event ev, uint64_t a, uint64_t b);
+
 #define SF__TRACE(t, ev, a, b)                                                     \
     do {                                                                       \
         if (SF__UNLIKELY(sf__trace_on))                                        \

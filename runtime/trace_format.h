@@ -11,7 +11,8 @@
  *
  *     Thread <TAB> Queue <TAB> Asleep <TAB> Time <TAB> Event [<TAB> arg]...
  *
- * Thread, Queue and Asleep are non-negative decimal integers; Time is
+ * Thread, Queue and Asleep are non-negative decimal integers (Thread 131071
+ * only on a Set line: a promise completed outside libsf's calls); Time is
  * milliseconds since the runtime started with exactly three decimals.
  *
  * SF_TRACE_EVENTS(X) lists every event as
@@ -68,6 +69,13 @@
       "a timed wait (`sf_wait_for`, `sf_wait_any`: its first future) gave up on task, not "  \
       "done, at its deadline; it ends the get that logged `GStart` (if any), and the task "  \
       "goes on")                                                                           \
+    X(PROMISE, "Promise", "task",                                                         \
+      "`sf_promise` made a promise, a future with no task, named as this thread's tasks "  \
+      "are but numbered from 2^39 (549755813888) up")                                     \
+    X(SET, "Set", "task count",                                                            \
+      "the promise was completed: set (0), failed (its code) or cancelled (ECANCELED's "   \
+      "code); Thread 131071 is a thread outside libsf's calls (a plain thread, an audio "  \
+      "callback)")                                                                         \
     X(SHUTDOWN, "Shutdown", "drained=count", "`sf_shutdown` ran N still-pending tasks, then stopped")
 
 /*

@@ -88,3 +88,11 @@ EXTRA_PROGRAMS += tools/bench/switch_sf
 tools_bench_switch_sf_SOURCES = tools/bench/src/switch_sf.c
 tools_bench_switch_sf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime
 tools_bench_switch_sf_LDADD = libsfcore.la
+
+# The latency from sf_promise_set, on a plain thread, to the wake of a getter
+# asleep on the promise (promise_sf.c); no peer.
+bench_programs += tools/bench/promise_sf
+EXTRA_PROGRAMS += tools/bench/promise_sf
+tools_bench_promise_sf_SOURCES = tools/bench/src/promise_sf.c tools/bench/src/common.h
+tools_bench_promise_sf_LDADD = libsf.la
+tools_bench_promise_sf_LDFLAGS = -static

@@ -60,6 +60,11 @@
 /* A task's thread, and the thread a Take or Steal names: up to 131071, the
  * id of batch tasks (in no thread's queue; docs/trace-format.md). */
 #define MAX_TASK_THREAD UINT64_C(131071)
+/* A Set line from outside libsf's calls names thread 131071 (MAX_TASK_THREAD);
+ * its records keep this id, above every real one a trace has in practice. */
+#define OUTSIDE_THREAD MAX_THREAD_ID
+/* A promise's number is its maker's count of promises from 2^39 up. */
+#define PROMISE_SEQ (UINT64_C(1) << 39)
 #define MAX_COUNT UINT64_C(999999999999999)
 /* ~3 years */
 #define MAX_MS UINT64_C(99999999999)
@@ -136,10 +141,12 @@ struct rec {
     uint8_t ev;
 };
 
-/* What the trace says about one task, as indices into recs (NONE: absent). */
+/* What the trace says about one task, as indices into recs (NONE: absent).
+ * A promise's Promise line takes do_r, its Set line done_r. */
 struct task {
     uint64_t key1; /* key + 1; 0 marks an empty slot */
     uint32_t do_r, start_r, done_r, discard_r;
+    int promise;   /* made by a Promise line, not a Do */
 };
 
 struct vec {
@@ -493,11 +500,15 @@ static void parse_line(size_t line, size_t off, size_t len)
 
     memset(&r, 0, sizeof r);
     uint64_t thread;
-    if (parse_uint(f[0], fl[0], MAX_THREAD_ID, &thread) < 0) {
+    if (parse_uint(f[0], fl[0], MAX_TASK_THREAD, &thread) < 0 ||
+        (thread > MAX_THREAD_ID && thread != MAX_TASK_THREAD)) {
         syntax_error(line, "Thread '%.*s' is not a thread id (0..%" PRIu64 ")",
                      (int)fl[0], f[0], MAX_THREAD_ID);
         return;
     }
+    int outside = thread == MAX_TASK_THREAD;
+    if (outside)
+        thread = OUTSIDE_THREAD;
     r.thread = (uint16_t)thread;
     if (parse_uint(f[1], fl[1], MAX_COUNT, &queue) < 0) {
         syntax_error(line, "Queue '%.*s' is not a count", (int)fl[1], f[1]);
@@ -522,6 +533,11 @@ static void parse_line(size_t line, size_t off, size_t len)
         return;
     }
     r.ev = (uint8_t)ev;
+    if (outside && ev != EV_SET) {
+        syntax_error(line, "%s on Thread %" PRIu64 ": only a Set line comes from outside libsf",
+                     events[ev].name, MAX_TASK_THREAD);
+        return;
+    }
     if (nf - FIRST_ARG != events[ev].a.n && events[ev].a.n == 0) {
         syntax_error(line, "%s wants no arguments, found %d", events[ev].name, nf - FIRST_ARG);
         return;
@@ -678,7 +694,8 @@ static void build_tasks(void)
         uint32_t *slot;
         const char *what;
         char name[48];
-        if (r->ev != EV_DO && r->ev != EV_FSTART && r->ev != EV_FDONE && r->ev != EV_DISCARD)
+        if (r->ev != EV_DO && r->ev != EV_FSTART && r->ev != EV_FDONE && r->ev != EV_DISCARD &&
+            r->ev != EV_PROMISE && r->ev != EV_SET)
             continue;
         tasks_reserve(ntasks + 1); /* tasks without a Do are not counted above */
         struct task *t = task_find(task_of(r), 1);
@@ -686,6 +703,8 @@ static void build_tasks(void)
         case EV_DO: slot = &t->do_r; what = "queued"; break;
         case EV_FSTART: slot = &t->start_r; what = "started"; break;
         case EV_FDONE: slot = &t->done_r; what = "finished"; break;
+        case EV_PROMISE: slot = &t->do_r; what = "made"; t->promise = 1; break;
+        case EV_SET: slot = &t->done_r; what = "completed"; break;
         default: slot = &t->discard_r; what = "discarded"; break;
         }
         if (*slot != NONE)
@@ -1029,6 +1048,29 @@ static void on_SHUTDOWN(const struct rec *r)
         problem(r->line, "Shutdown from inside a task or get");
 }
 
+/* A promise is named after the thread that made it, numbered from
+ * PROMISE_SEQ up, apart from its tasks. */
+static void on_PROMISE(const struct rec *r)
+{
+    uint64_t task = task_of(r);
+    char name[48];
+    if (task >> SEQ_BITS != r->thread || (task & MAX_SEQ) < PROMISE_SEQ)
+        problem(r->line, "Promise %s logged by thread %" PRIu32 "; a promise is named after "
+                "the thread that makes it, numbered from %" PRIu64, rec_task(r, name, sizeof name),
+                r->thread, PROMISE_SEQ);
+}
+
+/* A Set completes a promise (build_tasks keeps one per promise), and only a
+ * promise: nothing runs it. check_task_order keeps it after its Promise. */
+static void on_SET(const struct rec *r)
+{
+    const struct task *x = task_find(task_of(r), 0);
+    char name[48];
+    if (x != NULL && (!x->promise || x->start_r != NONE))
+        problem(r->line, "Set %s, which is no promise (it %s)", rec_task(r, name, sizeof name),
+                x->start_r != NONE ? "runs" : "is no Promise line's");
+}
+
 static handler *const handlers[EV_COUNT] = {
 #define X(id, nm, sp, mn) [EV_##id] = on_##id,
     SF_TRACE_EVENTS(X)
@@ -1125,7 +1167,8 @@ static void after_walk(void)
         for (size_t i = 0; i <= tasks_mask; i++) {
             const struct task *x = &tasks[i];
             char nm[48];
-            if (x->key1 && x->do_r != NONE && x->start_r == NONE && x->discard_r == NONE)
+            if (x->key1 && x->do_r != NONE && x->start_r == NONE && x->discard_r == NONE &&
+                !x->promise) /* a promise runs nothing; it may stay unset */
                 problem(recs[x->do_r].line, "task %s is queued but neither runs nor is "
                         "discarded before Shutdown", (task_name(x->key1 - 1, nm, sizeof nm), nm));
         }
