@@ -51,6 +51,13 @@ samples_reverb_SOURCES = samples/reverb.c samples/audio/args.h
 samples_reverb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_reverb_LDADD = samples/audio/libsfaudio.la
 
+# stream: audio from stdin through a pipeline per block under a deadline
+# (promises, timed waits, cancellation; docs/pipelines.md).
+noinst_PROGRAMS += samples/stream
+samples_stream_SOURCES = samples/stream.c
+samples_stream_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
+samples_stream_LDADD = samples/audio/libsfaudio.la
+
 # make check: the FFT against FFTW (its cases SKIP without FFTW) and a direct
 # DFT; TAP from the program itself.
 check_PROGRAMS += samples/audio/test_fft
@@ -76,3 +83,9 @@ samples_audio_test_granular_LDADD = samples/audio/libsfaudio.la
 # --i) and sfpiece's (the same, default path, summary line, errors).
 TESTS += samples/test-audio.sh
 EXTRA_DIST += samples/test-audio.sh
+
+# stream: sox's pink noise through it to sox, byte-identical at 1, 2, 4
+# threads with a generous deadline, late blocks at --deadline-ms 0, the
+# hostile inputs and the errors; 10,000 blocks through 4 threads.
+TESTS += samples/test-stream.sh
+EXTRA_DIST += samples/test-stream.sh
