@@ -20,7 +20,9 @@
 #  - errors: an empty stdin, junk, 3 channels: exit 1, one stderr line,
 #    nothing on stdout; bad options: exit 2, the usage line; -h: exit 0;
 #  - 10,000 blocks of 64 frames through SF_THREADS=4: every block, none
-#    late, the same file as at SF_THREADS=1.
+#    late, the same file as at SF_THREADS=1; and with --deadline-ms 0.02,
+#    which some blocks miss (pipelines cancelled while they run), every
+#    frame still written.
 # Every input comes from sox (-R: the same noise every run); without sox
 # the points SKIP, said so. About a second plain, a few seconds under
 # ThreadSanitizer. Run by `make check` from the build directory; STREAM
@@ -49,7 +51,7 @@ point() { # point STATUS TITLE [DETAIL FILE]
     fi
 }
 
-plan=16
+plan=17
 echo "1..$plan"
 if ! command -v sox >/dev/null 2>&1; then
     while [ $n -lt $plan ]; do
@@ -179,5 +181,10 @@ sox -R -n -r 48000 -c 1 "$tmp/big.wav" synth 640000s pinknoise 2>"$tmp/why" &&
     SF_THREADS=1 "$stream" -b 64 --deadline-ms 100000 <"$tmp/big.wav" >"$tmp/b1.wav" 2>>"$tmp/why" &&
     cmp "$tmp/b1.wav" "$tmp/b4.wav" >>"$tmp/why" 2>&1
 point $? "10,000 blocks of 64 frames at SF_THREADS=4: none late, the same file as at SF_THREADS=1" "$tmp/err"
+# A deadline some blocks miss and some meet (how many: the machine's): the
+# cancellation of pipelines running on workers, under the sanitizers too.
+SF_THREADS=4 "$stream" -b 64 --deadline-ms 0.02 <"$tmp/big.wav" >"$tmp/c4.wav" 2>"$tmp/err" &&
+    summary "$tmp/err" 10000 64 640000 mono 48000 '[0-9]+' 0.020 4 && soxfile "$tmp/c4.wav" 1 48000 640000
+point $? "10,000 blocks of 64 frames, --deadline-ms 0.02 at SF_THREADS=4: every frame written, the late ones counted" "$tmp/err"
 
 exit 0
