@@ -453,6 +453,34 @@ START_TEST(wait_any_wakes_on_a_completion)
 }
 END_TEST
 
+/* More futures not done than futex_waitv takes (128): the fallback's naps
+ * on the first still see a completion of the last (entries may repeat). */
+START_TEST(wait_any_of_many_futures_wakes)
+{
+    tu_env_threads(threads_of(_i));
+    struct held a, b;
+    hold(&a);
+    hold(&b);
+    enum { MANY = 200 };
+    sf_future *fs[MANY];
+    for (int i = 0; i < MANY - 1; i++)
+        fs[i] = a.f;
+    fs[MANY - 1] = b.f;
+    struct later l = {&b, 20};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, let_go_later, &l), 0);
+    int which = -1;
+    ck_assert_int_eq(sf_wait_any((sf_future *const *)fs, MANY, 60.0, &which), 0);
+    ck_assert_int_eq(which, MANY - 1);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(pthread_join(b.getter, NULL), 0);
+    let_go(&a);
+    sf_release(a.f);
+    sf_release(b.f);
+    sf_shutdown();
+}
+END_TEST
+
 START_TEST(wait_any_times_out)
 {
     tu_env_threads(threads_of(_i));
@@ -636,6 +664,7 @@ static Suite *wait_for_suite(void)
     tcase_set_timeout(ta, 60);
     tcase_add_loop_test(ta, wait_any_of_a_done_future_runs_nothing, 0, 3);
     tcase_add_loop_test(ta, wait_any_wakes_on_a_completion, 0, 3);
+    tcase_add_loop_test(ta, wait_any_of_many_futures_wakes, 0, 3);
     tcase_add_loop_test(ta, wait_any_times_out, 0, 3);
     tcase_add_loop_test(ta, wait_any_runs_a_task_nobody_started, 0, 3);
     tcase_add_loop_test(ta, wait_any_einval, 0, 3);
