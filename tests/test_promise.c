@@ -490,8 +490,11 @@ static void *set_in_task(void *arg)
     return NULL;
 }
 
-/* sftrace --check on trace (text): exit status 0, else fails quoting it. */
-static void sftrace_check(const char *trace)
+/* sftrace with options `a` and `b` (NULL: none) on trace (the text trace:
+ * --check --summary; a Chrome trace, which sftrace reads with json-c:
+ * --schedule): exit status
+ * 0, else the test fails quoting its stderr. */
+static void sftrace_run(const char *a, const char *b, const char *trace)
 {
     char err[256];
     tu_tmp_path(err, sizeof err, "sftrace-err");
@@ -500,8 +503,8 @@ static void sftrace_check(const char *trace)
     ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
     ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
                                                       0600), 0);
-    char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", (char *)"--summary", (char *)trace,
-                    NULL};
+    char *argv[] = {(char *)SFTRACE_BIN, (char *)a, (char *)(b != NULL ? b : trace),
+                    (char *)(b != NULL ? trace : NULL), NULL};
     pid_t pid;
     ck_assert_int_eq(posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
@@ -509,20 +512,19 @@ static void sftrace_check(const char *trace)
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     char *e = tu_read_file(err);
     unlink(err);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s:\n%s",
-                  trace, e != NULL ? e : "");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace %s %s %s:\n%s", a,
+                  b != NULL ? b : "", trace, e != NULL ? e : "");
     free(e);
 }
 
 /* A trace with promises made, got, set from outside libsf (Thread 131071)
  * and from a task, failed and cancelled passes sftrace --check, and shows
  * each completion. */
-START_TEST(trace_with_promises_passes_sftrace)
+/* Runs the promises of the trace tests with SF_TRACE=mode into path. */
+static void traced_promises(int threads, const char *mode, const char *path)
 {
-    char path[256];
-    tu_tmp_path(path, sizeof path, "promise-trace");
-    tu_env_threads(_i);
-    setenv("SF_TRACE", "1", 1);
+    tu_env_threads(threads);
+    setenv("SF_TRACE", mode, 1);
     setenv("SF_TRACE_FILE", path, 1);
     ck_assert_int_eq(sf_init(NULL), 0);
     sf_future *p = sf_promise(), *q = sf_promise(), *r = sf_promise(), *c = sf_promise();
@@ -544,12 +546,41 @@ START_TEST(trace_with_promises_passes_sftrace)
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         sf_release(all[k]);
     sf_shutdown();
-    sftrace_check(path);
+}
+
+START_TEST(trace_with_promises_passes_sftrace)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "promise-trace");
+    traced_promises(_i, "1", path);
+    sftrace_run("--check", "--summary", path);
     char *text = tu_read_file(path);
     ck_assert_ptr_nonnull(text);
     ck_assert_uint_eq(tu_count_prefixed(text, "131071\t"), 2); /* p's and r's */
     ck_assert_ptr_nonnull(strstr(text, "\tSet\t"));
     ck_assert_ptr_nonnull(strstr(text, "\tPromise\t"));
+    free(text);
+    unlink(path);
+}
+END_TEST
+
+/* The same as a Chrome trace: valid JSON that sftrace reads, with a "set"
+ * event for each completion - global ones for those from outside. */
+START_TEST(chrome_trace_with_promises_is_read)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "promise-chrome");
+    traced_promises(_i, "chrome", path);
+    sftrace_run("--schedule", NULL, path);
+    char *text = tu_read_file(path);
+    ck_assert_ptr_nonnull(text);
+    size_t sets = 0, global = 0;
+    for (const char *q = text; (q = strstr(q, "\"name\":\"set\"")) != NULL; q++)
+        sets++;
+    for (const char *q = text; (q = strstr(q, "{\"ph\":\"i\",\"s\":\"g\"")) != NULL; q++)
+        global++;
+    ck_assert_uint_eq(sets, 4);
+    ck_assert_uint_eq(global, 2);
     free(text);
     unlink(path);
 }
@@ -574,6 +605,7 @@ static Suite *promise_suite(void)
     tcase_add_loop_test(tc, shutdown_with_unset_promises, 1, 4);
     tcase_add_test(tc, fork_child_sees_einval);
     tcase_add_loop_test(tc, trace_with_promises_passes_sftrace, 1, 4);
+    tcase_add_loop_test(tc, chrome_trace_with_promises_is_read, 1, 4);
     suite_add_tcase(s, tc);
     return s;
 }
