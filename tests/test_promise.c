@@ -411,6 +411,73 @@ START_TEST(pipeline_of_promises)
 }
 END_TEST
 
+/* A set racing a cancel, or a release: one of them completes the promise,
+ * and every call agrees on which (the set is 0 exactly when the cancel found
+ * it done), with no leak and no use after free (the sanitizers). */
+#define RACES 5000
+
+static _Atomic(sf_future *) race_slot;
+static atomic_int race_rc[RACES];
+
+static void *race_setter(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RACES; i++) {
+        sf_future *p;
+        while ((p = atomic_exchange(&race_slot, NULL)) == NULL)
+            ;
+        errno = 0;
+        int rc = sf_promise_set(p, (void *)(long)(i + 1));
+        atomic_store(&race_rc[i], rc == 0 ? 0 : errno);
+    }
+    return NULL;
+}
+
+START_TEST(set_races_cancel_and_release)
+{
+    start(_i);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, race_setter, NULL), 0);
+    int cancelled = 0, released_first = 0;
+    for (int i = 0; i < RACES; i++) {
+        atomic_store(&race_rc[i], -1);
+        sf_future *p = sf_promise();
+        ck_assert_ptr_nonnull(p);
+        while (atomic_load(&race_slot) != NULL) /* the setter took the last one */
+            sched_yield();
+        atomic_store(&race_slot, p);
+        if (i % 2 == 1) { /* the release races the set: the set frees it */
+            sf_release(p);
+            released_first++;
+            continue;
+        }
+        int c = sf_cancel(p);
+        void *v = NULL;
+        int w = sf_wait(p, &v);
+        while (atomic_load(&race_rc[i]) == -1)
+            sched_yield();
+        int rc = atomic_load(&race_rc[i]);
+        if (c == 0) { /* the cancel came first */
+            ck_assert_int_eq(w, ECANCELED);
+            ck_assert_int_eq(rc, ECANCELED);
+            cancelled++;
+        } else {
+            ck_assert_int_eq(c, 1);
+            ck_assert_int_eq(w, 0);
+            ck_assert_ptr_eq(v, (void *)(long)(i + 1));
+            ck_assert_int_eq(rc, 0);
+        }
+        sf_release(p);
+    }
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    for (int i = 1; i < RACES; i += 2)
+        ck_assert_int_eq(atomic_load(&race_rc[i]), 0);
+    ck_assert_int_eq(released_first, RACES / 2);
+    (void)cancelled; /* how many of each: the scheduler's choice */
+    sf_shutdown();
+}
+END_TEST
+
 /* sf_stats: promises have their own count, and created == run_inline +
  * run_pool + run_stolen + discarded + cancelled + queued still holds. */
 START_TEST(stats_count_promises_apart)
@@ -601,6 +668,7 @@ static Suite *promise_suite(void)
     tcase_add_loop_test(tc, release_before_set, 1, 4);
     tcase_add_loop_test(tc, unhandled_failures_reach_the_hook, 1, 4);
     tcase_add_loop_test(tc, pipeline_of_promises, 1, 4);
+    tcase_add_loop_test(tc, set_races_cancel_and_release, 1, 4);
     tcase_add_loop_test(tc, stats_count_promises_apart, 1, 4);
     tcase_add_loop_test(tc, shutdown_with_unset_promises, 1, 4);
     tcase_add_test(tc, fork_child_sees_einval);
