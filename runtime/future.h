@@ -33,9 +33,10 @@
  *   RUNNING|ORPHAN -> FREE     completion of an orphan: the runner frees it
  *   PENDING -> MOVED           a task in caller storage promoted (below)
  *   MOVED -> DONE[|FAILED|SEEN] its getter copied the slab future's end back
+ *   FREE -> RUNNING            sf_promise: a future with no task; a
+ *                              promise's further states and flags are
+ *                              promise.c's, outside this list
  * (CANCEL and ORPHAN combine; the runner's completion drops both.)
- *   FREE -> RUNNING            sf_promise: a future with no task (promise.c
- *                              has a promise's own states and flags)
  *
  * While RUNNING, runner names the fiber that runs it (run.h), which is
  * how a getter about to sleep follows a chain of waits (get.c, Deadlock).

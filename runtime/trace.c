@@ -188,17 +188,20 @@ static unsigned long long flow_id(uint64_t s)
            ((unsigned long long)sf__tag_seq(s) & ((1ull << 36) - 1));
 }
 
-/* A promise's completion (Set) as a Chrome instant event of track tid: the
- * promise, and its failure code (0: set). */
+/* A promise's completion (Set) as a Chrome instant event: the promise, and
+ * its failure code (0: set). tid < 0: completed outside libsf's calls, by a
+ * thread with no track - a global instant ("s":"g", drawn across every
+ * track), tid 0 for the format's sake. */
 static int chrome_set(char *p, int room, int tid, uint64_t a, uint64_t b, uint64_t ns)
 {
     return snprintf(p, (size_t)room,
-                    ",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+                    ",{\"ph\":\"i\",\"s\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
                     "\"name\":\"set\",\"cat\":\"promise\",\"args\":{\"task\":\"%d.%llu\","
                     "\"code\":%llu}}\n",
-                    chrome_pid, tid, (unsigned long long)(ns / 1000),
-                    (unsigned long long)(ns % 1000), sf__tag_thread(a),
-                    (unsigned long long)sf__tag_seq(a), (unsigned long long)b);
+                    tid < 0 ? "g" : "t", chrome_pid, tid < 0 ? 0 : tid,
+                    (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000),
+                    sf__tag_thread(a), (unsigned long long)sf__tag_seq(a),
+                    (unsigned long long)b);
 }
 
 /* Formats event ev of thread t at ns as JSON objects at p (room for
@@ -370,15 +373,7 @@ void sf__trace_outside(enum sf__event ev, uint64_t a, uint64_t b)
     uint64_t ns = sf__now_ns() - t0_ns;
     size_t n;
     if (chrome) {
-        /* A track of its own, named in the same write: a name that comes
-         * many times is one name to the viewers. */
-        int m = snprintf(line, sizeof line,
-                         ",{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
-                         "\"args\":{\"name\":\"outside libsf\"}}\n",
-                         chrome_pid, SF__NO_THREAD_ID);
-        if (ev == SF__EV_SET)
-            m += chrome_set(line + m, (int)sizeof line - m, SF__NO_THREAD_ID, a, b, ns);
-        n = (size_t)m;
+        n = ev == SF__EV_SET ? (size_t)chrome_set(line, (int)sizeof line, -1, a, b, ns) : 0;
     } else {
         n = text_line(line, SF__NO_THREAD_ID, ev, a, b, ns);
     }

@@ -411,6 +411,73 @@ START_TEST(pipeline_of_promises)
 }
 END_TEST
 
+/* A set racing a cancel, or a release: one of them completes the promise,
+ * and every call agrees on which (the set is 0 exactly when the cancel found
+ * it done), with no leak and no use after free (the sanitizers). */
+#define RACES 5000
+
+static _Atomic(sf_future *) race_slot;
+static atomic_int race_rc[RACES];
+
+static void *race_setter(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RACES; i++) {
+        sf_future *p;
+        while ((p = atomic_exchange(&race_slot, NULL)) == NULL)
+            ;
+        errno = 0;
+        int rc = sf_promise_set(p, (void *)(long)(i + 1));
+        atomic_store(&race_rc[i], rc == 0 ? 0 : errno);
+    }
+    return NULL;
+}
+
+START_TEST(set_races_cancel_and_release)
+{
+    start(_i);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, race_setter, NULL), 0);
+    int cancelled = 0, released_first = 0;
+    for (int i = 0; i < RACES; i++) {
+        atomic_store(&race_rc[i], -1);
+        sf_future *p = sf_promise();
+        ck_assert_ptr_nonnull(p);
+        while (atomic_load(&race_slot) != NULL) /* the setter took the last one */
+            sched_yield();
+        atomic_store(&race_slot, p);
+        if (i % 2 == 1) { /* the release races the set: the set frees it */
+            sf_release(p);
+            released_first++;
+            continue;
+        }
+        int c = sf_cancel(p);
+        void *v = NULL;
+        int w = sf_wait(p, &v);
+        while (atomic_load(&race_rc[i]) == -1)
+            sched_yield();
+        int rc = atomic_load(&race_rc[i]);
+        if (c == 0) { /* the cancel came first */
+            ck_assert_int_eq(w, ECANCELED);
+            ck_assert_int_eq(rc, ECANCELED);
+            cancelled++;
+        } else {
+            ck_assert_int_eq(c, 1);
+            ck_assert_int_eq(w, 0);
+            ck_assert_ptr_eq(v, (void *)(long)(i + 1));
+            ck_assert_int_eq(rc, 0);
+        }
+        sf_release(p);
+    }
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    for (int i = 1; i < RACES; i += 2)
+        ck_assert_int_eq(atomic_load(&race_rc[i]), 0);
+    ck_assert_int_eq(released_first, RACES / 2);
+    (void)cancelled; /* how many of each: the scheduler's choice */
+    sf_shutdown();
+}
+END_TEST
+
 /* sf_stats: promises have their own count, and created == run_inline +
  * run_pool + run_stolen + discarded + cancelled + queued still holds. */
 START_TEST(stats_count_promises_apart)
@@ -490,8 +557,11 @@ static void *set_in_task(void *arg)
     return NULL;
 }
 
-/* sftrace --check on trace (text): exit status 0, else fails quoting it. */
-static void sftrace_check(const char *trace)
+/* sftrace with options `a` and `b` (NULL: none) on trace (the text trace:
+ * --check --summary; a Chrome trace, which sftrace reads with json-c:
+ * --schedule): exit status
+ * 0, else the test fails quoting its stderr. */
+static void sftrace_run(const char *a, const char *b, const char *trace)
 {
     char err[256];
     tu_tmp_path(err, sizeof err, "sftrace-err");
@@ -500,8 +570,8 @@ static void sftrace_check(const char *trace)
     ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
     ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
                                                       0600), 0);
-    char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", (char *)"--summary", (char *)trace,
-                    NULL};
+    char *argv[] = {(char *)SFTRACE_BIN, (char *)a, (char *)(b != NULL ? b : trace),
+                    (char *)(b != NULL ? trace : NULL), NULL};
     pid_t pid;
     ck_assert_int_eq(posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
@@ -509,20 +579,19 @@ static void sftrace_check(const char *trace)
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     char *e = tu_read_file(err);
     unlink(err);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s:\n%s",
-                  trace, e != NULL ? e : "");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace %s %s %s:\n%s", a,
+                  b != NULL ? b : "", trace, e != NULL ? e : "");
     free(e);
 }
 
 /* A trace with promises made, got, set from outside libsf (Thread 131071)
  * and from a task, failed and cancelled passes sftrace --check, and shows
  * each completion. */
-START_TEST(trace_with_promises_passes_sftrace)
+/* Runs the promises of the trace tests with SF_TRACE=mode into path. */
+static void traced_promises(int threads, const char *mode, const char *path)
 {
-    char path[256];
-    tu_tmp_path(path, sizeof path, "promise-trace");
-    tu_env_threads(_i);
-    setenv("SF_TRACE", "1", 1);
+    tu_env_threads(threads);
+    setenv("SF_TRACE", mode, 1);
     setenv("SF_TRACE_FILE", path, 1);
     ck_assert_int_eq(sf_init(NULL), 0);
     sf_future *p = sf_promise(), *q = sf_promise(), *r = sf_promise(), *c = sf_promise();
@@ -544,12 +613,41 @@ START_TEST(trace_with_promises_passes_sftrace)
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         sf_release(all[k]);
     sf_shutdown();
-    sftrace_check(path);
+}
+
+START_TEST(trace_with_promises_passes_sftrace)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "promise-trace");
+    traced_promises(_i, "1", path);
+    sftrace_run("--check", "--summary", path);
     char *text = tu_read_file(path);
     ck_assert_ptr_nonnull(text);
     ck_assert_uint_eq(tu_count_prefixed(text, "131071\t"), 2); /* p's and r's */
     ck_assert_ptr_nonnull(strstr(text, "\tSet\t"));
     ck_assert_ptr_nonnull(strstr(text, "\tPromise\t"));
+    free(text);
+    unlink(path);
+}
+END_TEST
+
+/* The same as a Chrome trace: valid JSON that sftrace reads, with a "set"
+ * event for each completion - global ones for those from outside. */
+START_TEST(chrome_trace_with_promises_is_read)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "promise-chrome");
+    traced_promises(_i, "chrome", path);
+    sftrace_run("--schedule", NULL, path);
+    char *text = tu_read_file(path);
+    ck_assert_ptr_nonnull(text);
+    size_t sets = 0, global = 0;
+    for (const char *q = text; (q = strstr(q, "\"name\":\"set\"")) != NULL; q++)
+        sets++;
+    for (const char *q = text; (q = strstr(q, "{\"ph\":\"i\",\"s\":\"g\"")) != NULL; q++)
+        global++;
+    ck_assert_uint_eq(sets, 4);
+    ck_assert_uint_eq(global, 2);
     free(text);
     unlink(path);
 }
@@ -570,10 +668,12 @@ static Suite *promise_suite(void)
     tcase_add_loop_test(tc, release_before_set, 1, 4);
     tcase_add_loop_test(tc, unhandled_failures_reach_the_hook, 1, 4);
     tcase_add_loop_test(tc, pipeline_of_promises, 1, 4);
+    tcase_add_loop_test(tc, set_races_cancel_and_release, 1, 4);
     tcase_add_loop_test(tc, stats_count_promises_apart, 1, 4);
     tcase_add_loop_test(tc, shutdown_with_unset_promises, 1, 4);
     tcase_add_test(tc, fork_child_sees_einval);
     tcase_add_loop_test(tc, trace_with_promises_passes_sftrace, 1, 4);
+    tcase_add_loop_test(tc, chrome_trace_with_promises_is_read, 1, 4);
     suite_add_tcase(s, tc);
     return s;
 }
