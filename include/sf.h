@@ -106,7 +106,8 @@ SF_EXPORT long sf_shutdown_timeout(double seconds);
 
 /* Queues fn(arg) in the calling thread's pending queue and returns its future.
  * Nothing runs until a get of this thread submits it, or a get of its future
- * or a helping get claims it (docs/scheduling.md). Starts the runtime from the environment if needed.
+ * or a helping get claims it (docs/scheduling.md). Starts the runtime from
+ * the environment if needed.
  * The caller owns one reference: drop it with sf_release(). A failed call
  * changes nothing. Returns the future, or NULL with errno EINVAL (fn is NULL),
  * ENOMEM (no memory for the future, its queue slot or this thread's state) or
@@ -235,13 +236,6 @@ SF_EXPORT int sf_wait(sf_future *f, void **result);
  * on through (b) above. Counted in sf_stats.timeouts. */
 SF_EXPORT int sf_wait_for(sf_future *f, void **result, double seconds);
 
-/* sf_batch_wait() with a deadline: it runs b's pending tasks itself, but
- * starts none once the deadline has passed. Returns 0, or -1 with errno
- * ETIMEDOUT (a task of b is not done by the deadline; they go on) or
- * sf_batch_wait()'s errors (EINVAL also for seconds negative or NaN). */
-typedef struct sf_batch sf_batch; /* below, with sf_batch_new() */
-SF_EXPORT int sf_batch_wait_for(sf_batch *b, double seconds);
-
 /* Waits until one of fs[0 .. n) is done and stores in *which the lowest index
  * among those done when it looks. One done already: returns at once, running
  * nothing. Otherwise it submits this thread's pending tasks and, while none is
@@ -262,8 +256,9 @@ SF_EXPORT const char *sf_error_message(const sf_future *f);
 
 /* Sets the hook that receives every failure nobody saw: hook(code, message,
  * ctx), message possibly NULL, runs in the thread that releases the future (or
- * ends its task, released while it ran) or calls sf_shutdown(). NULL restores the default (one stderr line). Holds for
- * the life of the process; without memory for it the previous hook stays.
+ * ends its task, released while it ran) or calls sf_shutdown(). NULL
+ * restores the default (one stderr line). Holds for the life of the process;
+ * without memory for it the previous hook stays.
  * The hook may make and get tasks, but not shut libsf down (docs/failures.md). */
 SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
                                void *ctx);
@@ -302,8 +297,8 @@ SF_EXPORT sf_future *sf_promise(void);
  * it writes one trace line), so an audio callback may call it. One call per
  * promise is the setter's, valid whatever p's holder did: a promise released
  * before it is completed, or cancelled before this call, waits for this call
- * (which frees a released one). Returns 0, or -1 with errno EALREADY (already set or failed),
- * ECANCELED (sf_cancel() came first: its getters saw ECANCELED) or EINVAL (p
+ * (which frees a released one). Returns 0, or -1 with errno EALREADY (already
+ * set or failed), ECANCELED (sf_cancel() came first: its getters saw ECANCELED) or EINVAL (p
  * is NULL, not a promise, completed and released, or from before a shutdown
  * or a fork). */
 SF_EXPORT int sf_promise_set(sf_future *p, void *value);
@@ -343,6 +338,12 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg);
  * (this thread runs a task of b, directly or below a get) or EAGAIN, ENOMEM
  * (this thread cannot register, as sf_get()). */
 SF_EXPORT int sf_batch_wait(sf_batch *b);
+
+/* sf_batch_wait() with a deadline (Timed waits, above): it runs b's pending
+ * tasks itself, but starts none once the deadline has passed. Returns 0, or
+ * -1 with errno ETIMEDOUT (a task of b is not done by the deadline; they go
+ * on) or sf_batch_wait()'s errors (EINVAL also for seconds negative or NaN). */
+SF_EXPORT int sf_batch_wait_for(sf_batch *b, double seconds);
 
 /* Closes b: later adds fail with EPIPE; its pending tasks still run, and it
  * frees itself once none is unfinished. The handle is invalid afterwards

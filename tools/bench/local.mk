@@ -96,3 +96,11 @@ EXTRA_PROGRAMS += tools/bench/promise_sf
 tools_bench_promise_sf_SOURCES = tools/bench/src/promise_sf.c tools/bench/src/common.h
 tools_bench_promise_sf_LDADD = libsf.la
 tools_bench_promise_sf_LDFLAGS = -static
+
+# What a timed wait that does not time out costs against sf_wait on the same
+# futures (waitfor_sf.c); no peer.
+bench_programs += tools/bench/waitfor_sf
+EXTRA_PROGRAMS += tools/bench/waitfor_sf
+tools_bench_waitfor_sf_SOURCES = tools/bench/src/waitfor_sf.c tools/bench/src/common.h
+tools_bench_waitfor_sf_LDADD = libsf.la
+tools_bench_waitfor_sf_LDFLAGS = -static
