@@ -24,6 +24,11 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
     /* A batch task's batch, read before DONE: afterwards f may be recycled
      * (the batch stays until this task is accounted for). */
     struct sf_batch *b = sf__is_batch_task(claimed) ? sf__batch_of(claimed) : NULL;
+    /* It never runs: the trace says so, as for a release before the start
+     * (a task queued and neither run nor discarded is a fault of the trace,
+     * which sftrace --check reports). */
+    if (me != NULL)
+        SF__TRACE(me, DISCARD, claimed, 0);
     /* Relaxed, both: published by the exchange of DONE below. */
     atomic_store_explicit(&f->fail_code, ECANCELED, memory_order_relaxed);
     __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED);

@@ -283,6 +283,42 @@ START_TEST(two_threads_fib15)
 }
 END_TEST
 
+/* Tasks that never run because they were cancelled before they started, or
+ * discarded by sf_shutdown_timeout's deadline, are in the trace as Discard
+ * lines, so the trace passes --check: each queued task runs or is discarded.
+ * _0: sf_shutdown_timeout(0); _1: sf_cancel of each, then release. */
+START_TEST(cancelled_and_deadline_discards_are_traced)
+{
+    enum { N = 50 };
+    char path[256];
+    tu_tmp_path(path, sizeof path, "trace-discard");
+    tu_env_threads(2);
+    setenv("SF_TRACE", "1", 1);
+    setenv("SF_TRACE_FILE", path, 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    atomic_store(&ran_a, 0);
+    sf_future *f[N];
+    for (int i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(f[i] = sf_do(fa, (void *)(long)i));
+    if (_i == 0) {
+        ck_assert_int_eq(sf_shutdown_timeout(0), N);
+    } else {
+        for (int i = 0; i < N; i++)
+            ck_assert_int_eq(sf_cancel(f[i]), 0);
+        for (int i = 0; i < N; i++)
+            sf_release(f[i]);
+        sf_shutdown();
+    }
+    ck_assert_int_eq(atomic_load(&ran_a), 0);
+    char *c = sftrace("--counts", path);
+    ck_assert_uint_eq(count(c, -1, "Do", NULL), N);
+    ck_assert_uint_eq(count(c, -1, "Discard", NULL), N);
+    ck_assert_uint_eq(count(c, -1, "FStart", NULL), 0);
+    free(c);
+    unlink(path);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
     Suite *s = suite_create("trace");
@@ -291,6 +327,7 @@ static Suite *trace_suite(void)
     tcase_add_test(tc, one_thread_exact_sequence);
     tcase_add_test(tc, trace_to_stderr);
     tcase_add_test(tc, two_threads_fib15);
+    tcase_add_loop_test(tc, cancelled_and_deadline_discards_are_traced, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
