@@ -75,6 +75,11 @@ static void parse_specs(void)
     }
 }
 
+/* The sink's name for the one line that says the trace is incomplete, and
+ * whether that line was written (0: not yet). */
+static char sink_name[256];
+static _Atomic int sink_failed;
+
 static void write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
@@ -82,7 +87,20 @@ static void write_all(int fd, const char *p, size_t n)
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            return; /* a broken trace sink must not break the program */
+            /* A broken trace sink must not break the program, nor be lost
+             * in silence: the first failure says so in one line. Relaxed:
+             * the exchange only elects the thread that writes it. */
+            int err = errno;
+            if (atomic_exchange_explicit(&sink_failed, 1, memory_order_relaxed) == 0) {
+                char line[512];
+                int len = snprintf(line, sizeof line,
+                                   "libsf: writing the trace to %s failed (%s); the trace is "
+                                   "incomplete\n",
+                                   sink_name, strerror(err));
+                if (len > 0 && fd != 2)
+                    (void)!write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+            }
+            return;
         }
         p += w;
         n -= (size_t)w;
@@ -98,6 +116,11 @@ int sf__trace_open(const char *path, bool as_chrome)
             return -1;
     }
     parse_specs();
+    snprintf(sink_name, sizeof sink_name, path != NULL ? "'%s'" : "%s",
+             path != NULL ? path : "stderr");
+    /* Relaxed: set before any thread traces (sf__trace_on is set below, and
+     * threads start tracing only after the runtime has started). */
+    atomic_store_explicit(&sink_failed, 0, memory_order_relaxed);
     trace_fd = fd;
     t0_ns = sf__now_ns();
     chrome = as_chrome;

@@ -210,6 +210,23 @@ START_TEST(sf_trace_off_values)
 }
 END_TEST
 
+/* A trace file that opens but cannot be written (/dev/full: ENOSPC): the
+ * program runs as usual, and one line says the trace is incomplete, naming
+ * the file and the reason. _i: the text trace, the Chrome trace. */
+START_TEST(unwritable_trace_file_says_so_once)
+{
+    tu_env_threads(2);
+    setenv("SF_TRACE", _i == 0 ? "1" : "chrome", 1);
+    setenv("SF_TRACE_FILE", "/dev/full", 1);
+    int rc;
+    char *out = captured_run(NULL, &rc);
+    ck_assert_int_eq(rc, 0);
+    assert_one_line(out, "libsf: writing the trace to '/dev/full' failed", strerror(ENOSPC));
+    ck_assert_msg(strstr(out, "the trace is incomplete") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 /* An SF_TRACE_FILE that cannot be opened: one line naming it, and the trace
  * goes to the default, stderr (its header right after that line). */
 START_TEST(unopenable_sf_trace_file)
@@ -312,6 +329,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(tc, sf_trace_on_values, 0, 4);
     tcase_add_loop_test(tc, sf_trace_off_values, 0, 4);
     tcase_add_loop_test(tc, unopenable_sf_trace_file, 0, 2);
+    tcase_add_loop_test(tc, unwritable_trace_file_says_so_once, 0, 2);
     tcase_add_test(tc, config_trace_off_overrides_env);
     tcase_add_test(tc, config_trace_on_and_file_override_env);
     suite_add_tcase(s, tc);
