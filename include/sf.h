@@ -222,7 +222,9 @@ SF_EXPORT int sf_wait(sf_future *f, void **result);
  * sf_wait_any: the lowest-index one), until it ends; (b) inside a task, while
  * a fiber of this thread that an earlier get parked, and whose future is
  * done, runs until it waits again or ends (it may be what they wait for);
- * (c) by a wake-up's latency. Not in a task, (b) never happens. */
+ * (c) by a wake-up's latency. Not in a task, (b) never happens. As they run
+ * no other task, a promise whose setter is a task queued on this thread is
+ * set only by a worker or a get (at SF_THREADS=1, never while they wait). */
 
 /* sf_wait() with a deadline `seconds` from the call: 0 (the result stored in
  * *result if result is not NULL) or the task's outcome code as sf_wait()

@@ -436,7 +436,7 @@ SF_EXPORT int sf_cancel(sf_future *f)
             break;
         }
         case SF__RUNNING:
-            if (sf__is_promise(f)) {
+            if (sf__is_promise(f, s)) {
                 /* No task to ask: completed at once. Traced, inside a call:
                  * its Set line is this thread's if it has one. */
                 if (SF__UNLIKELY(sf__trace_on))

@@ -89,7 +89,7 @@ int sf__futex_waitv(uint32_t *const *words, const uint32_t *expect, int n, uint6
                      deadline_ns == UINT64_MAX ? NULL : &ts, CLOCK_MONOTONIC);
     int e = errno;
     errno = saved;
-    if (r < 0 && e == ENOSYS) {
+    if (r < 0 && e != EAGAIN && e != ETIMEDOUT && e != EINTR) {
         atomic_store_explicit(&waitv_missing, 1, memory_order_relaxed);
         return -1;
     }

@@ -52,7 +52,7 @@
 #include <stdlib.h>
 
 /* A promise's tag numbers start here (above). */
-#define PROMISE_SEQ (UINT64_C(1) << (SF__SEQ_BITS - 1))
+#define PROMISE_SEQ SF__PROMISE_SEQ
 #define MESSAGE_MAX 1024 /* bytes kept of a failure's message, as sf_fail */
 
 SF_EXPORT sf_future *sf_promise(void)
@@ -99,12 +99,18 @@ static void trace_set(uint64_t s, int code)
 }
 
 /* Getters asleep on p are woken after its completion (state `done`, not
- * FREE). Relaxed: ordered by the completing CAS (a full barrier) against
- * the sleeper's heavy fence (get.c, sleep_on); after DONE the holder may
- * have recycled p, and a stale count wakes sleepers spuriously at worst
- * (type-stable memory, run.h). */
+ * FREE). Relaxed load: ordered by the light fence below against the
+ * sleeper's heavy fence; after DONE the holder may have recycled p, and a
+ * stale count wakes sleepers spuriously at worst (type-stable memory,
+ * run.h). */
 static void wake(sf_future *p)
 {
+    /* Dekker with a sleeping getter (get.c, sleep_on; wait.c): the state
+     * was written just before, then this fence, then waiters is read; the
+     * getter increments waiters, fences heavily, then reads the state. One
+     * of the two sees the other's write. A release CAS alone would let the
+     * load of waiters move above it. */
+    sf__fence_light();
     if (atomic_load_explicit(&p->waiters, memory_order_relaxed) != 0)
         sf__futex_wake(sf__future_futex(p), INT_MAX);
 }
@@ -122,7 +128,7 @@ static int claim(sf_future *p, uint64_t *claimed)
     uint64_t s = atomic_load_explicit(&p->state, memory_order_acquire);
     for (;;) {
         uint64_t st = sf__status(s);
-        if (st == SF__FREE || (st != SF__RUNNING && st != SF__DONE) || !sf__is_promise(p))
+        if (st == SF__FREE || (st != SF__RUNNING && st != SF__DONE) || !sf__is_promise(p, s))
             return EINVAL; /* released, gone with its runtime, or a task's */
         if (st == SF__DONE) {
             if (!(s & SF__CANCEL)) {

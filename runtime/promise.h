@@ -15,9 +15,11 @@
 
 /* Is f, whose state is not FREE, a promise? Relaxed: u.fn is written
  * before its state's release store, which the caller's handle came after. */
-static inline bool sf__is_promise(const sf_future *f)
+#define SF__PROMISE_SEQ (UINT64_C(1) << (SF__SEQ_BITS - 1))
+static inline bool sf__is_promise(const sf_future *f, uint64_t s)
 {
-    return __atomic_load_n(&f->u.fn, __ATOMIC_RELAXED) == SF__PROMISE_FN;
+    return (sf__tag_seq(s) & SF__PROMISE_SEQ) && sf__tag_thread(s) != SF__NO_THREAD_ID &&
+           __atomic_load_n(&f->u.fn, __ATOMIC_RELAXED) == SF__PROMISE_FN;
 }
 
 /* sf_cancel of promise f, read RUNNING as s: returns as sf_cancel. */

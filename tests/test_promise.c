@@ -279,6 +279,22 @@ START_TEST(einval_cases)
     ck_assert_int_eq(sf_promise_fail(f, EIO, "x"), -1);
     ck_assert_int_eq(errno, EINVAL);
     sf_release(f);
+    /* Nor is a task whose function is sf_promise (it makes one): pending,
+     * then done. */
+    f = sf_do((void *(*)(void *))sf_promise, NULL);
+    errno = 0;
+    ck_assert_int_eq(sf_promise_set(f, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    sf_future *made = sf_get(f);
+    ck_assert_ptr_nonnull(made);
+    errno = 0;
+    ck_assert_int_eq(sf_promise_set(f, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(sf_cancel(f), 1); /* a done task, not a promise to cancel */
+    ck_assert_int_eq(sf_promise_set(made, (void *)9L), 0);
+    ck_assert_ptr_eq(sf_get(made), (void *)9L);
+    sf_release(made);
+    sf_release(f);
 #ifndef SF_DEBUG
     /* Completed and released: gone (the debug build names such a use). */
     sf_future *p = sf_promise();
