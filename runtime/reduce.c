@@ -74,7 +74,7 @@ struct reduce {
 
 /* What a subtree's evaluation needs that does not change down the tree. */
 struct walk {
-    const struct reduce *R;
+    struct reduce *R;
     struct sf__scope *scope; /* the loop's, which this body runs in; or NULL */
 };
 
@@ -85,7 +85,7 @@ static bool stop_here(const struct walk *w)
         return true;
     if (sf_cancelled()) {
         /* Relaxed: see struct reduce. */
-        atomic_store_explicit(&((struct reduce *)w->R)->cancelled, true, memory_order_relaxed);
+        atomic_store_explicit(&w->R->cancelled, true, memory_order_relaxed);
         return true;
     }
     return false;
@@ -131,7 +131,7 @@ static int height(unsigned long c)
 /* The body of the loop over the frontier: node k's subtree into acc[k]. */
 static void subtree(long k, void *arg)
 {
-    const struct reduce *R = arg;
+    struct reduce *R = arg;
     unsigned long c0 = 0, c1 = R->chunks;
     for (int b = R->depth - 1; b >= 0; b--) {
         unsigned long m = c0 + (c1 - c0) / 2;
