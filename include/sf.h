@@ -174,8 +174,8 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg);
  *            was left for it: it is dropped, never run. */
 SF_EXPORT void *sf_task_get(sf_task *t);
 
-/* The message of this thread's last failing sf_task_get(), sf_for() or
- * sf_for_range() (sf_fail()'s text), or NULL if it had none or none failed.
+/* The message of this thread's last failing sf_task_get(), sf_for(),
+ * sf_for_range() or sf_reduce() (sf_fail()'s text), or NULL if it had none or none failed.
  * Valid until this thread's next such failure, or its exit. */
 SF_EXPORT const char *sf_task_error_message(void);
 
@@ -197,6 +197,22 @@ SF_EXPORT int sf_for(long from, long to, void (*body)(long i, void *ctx), void *
  * Returns as sf_for(); also EINVAL for grain < 0. */
 SF_EXPORT int sf_for_range(long from, long to, long grain,
                            void (*body)(long lo, long hi, void *ctx), void *ctx);
+
+/* A deterministic parallel reduce over [from, to) (docs/loops.md, Reduce):
+ * chunks of `grain` indices from `from` (the last may be shorter), whatever
+ * the thread count; each chunk's accumulator starts as a copy of identity
+ * (size bytes) and leaf(lo, hi, acc, ctx) adds the chunk to it; they are
+ * joined as the balanced tree R(c0,c1) = c1-c0 == 1 ? chunk c0 :
+ * join(R(c0,m), R(m,c1)), m = c0 + (c1-c0)/2, join(acc, right, ctx) adding
+ * right into acc; *result gets the root (a copy of identity if from == to),
+ * so the bits are the same at every SF_THREADS. Works where sf_for() does; a
+ * leaf's or join's sf_fail() fails the reduce as a body's fails a loop.
+ * Returns 0, or -1 with errno (*result untouched) EINVAL (from > to,
+ * grain < 1, size 0, result, identity or a function NULL), ENOMEM, ECANCELED
+ * (the task running it was cancelled: leaves stopped) or as sf_for(). */
+SF_EXPORT int sf_reduce(long from, long to, long grain, void *result, const void *identity,
+                        size_t size, void (*leaf)(long lo, long hi, void *acc, void *ctx),
+                        void (*join)(void *acc, const void *right, void *ctx), void *ctx);
 
 /* Inside a task: marks it failed with `code` (> 0: an errno value or the
  * program's own) and a printf-style message (fmt NULL: none; at most 1023

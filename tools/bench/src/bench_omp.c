@@ -384,11 +384,37 @@ static struct bench_out run_pfor(void)
     return bench_value(sum);
 }
 
+/* reduce: the team shares the loop (omp for, static), with OpenMP's
+ * reduction - a scalar for the sum, an array section for the histogram.
+ * Its order of additions is its own, not the tree's: the sum is checked
+ * within a bound (workloads.h), the counts exactly. The grain is not used. */
+static struct bench_out run_reduce(void)
+{
+    long n = P.size;
+    if (P.shape == 0) {
+        const double *x = bench_in.red_x;
+        double s = 0;
+        bench_in.red_order_free = 1;
+#pragma omp parallel for num_threads(P.threads) schedule(static) reduction(+ : s)
+        for (long i = 0; i < n; i++)
+            s += x[i];
+        return bench_value(bench_red_sum_value(s));
+    }
+    const uint32_t *k = bench_in.red_keys;
+    static struct bench_hist h;
+    uint64_t *bin = h.bin;
+#pragma omp parallel for num_threads(P.threads) schedule(static) reduction(+ : bin[:BENCH_RED_BINS])
+    for (long i = 0; i < n; i++)
+        bin[k[i]]++;
+    return bench_value(bench_red_hist_value(&h));
+}
+
 static const struct bench_run_entry runs[] = {
     {"fib", run_fib},         {"tput", run_tput},       {"uneven", run_uneven},
     {"pfor", run_pfor},       {"nqueens", run_nqueens}, {"chain", run_chain},
     {"tree", run_tree},       {"uts-t1", run_uts},      {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul}, {"knapsack", run_knapsack},
+    {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

@@ -237,12 +237,23 @@ static struct bench_out run_pipe(void)
     return bench_value(good);
 }
 
+/* reduce: the tree of workloads.h, in one thread. */
+static struct bench_out run_reduce(void)
+{
+    long chunks = bench_red_chunks(&P);
+    if (P.shape == 0)
+        return bench_value(bench_red_sum_value(bench_red_sum_tree(&P, 0, chunks)));
+    static struct bench_hist h;
+    bench_red_hist_tree(&P, 0, chunks, &h);
+    return bench_value(bench_red_hist_value(&h));
+}
+
 static const struct bench_run_entry runs[] = {
     {"fib", run_fib},         {"tput", run_tput},         {"uneven", run_uneven},
     {"pfor", run_pfor},       {"nqueens", run_nqueens},   {"chain", run_chain},
     {"tree", run_tree},       {"uts-t1", run_uts},        {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
-    {"pipe", run_pipe},
+    {"pipe", run_pipe},       {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

@@ -937,6 +937,47 @@ static struct bench_out run_knapsack(void)
     return o;
 }
 
+/* ---- reduce: sf_reduce, the sum (shape 0) or the histogram (shape 1) ------- */
+
+static void red_sum_leaf(long lo, long hi, void *acc, void *ctx)
+{
+    (void)ctx;
+    *(double *)acc = bench_red_sum(lo, hi, *(double *)acc);
+}
+
+static void red_sum_join(void *acc, const void *right, void *ctx)
+{
+    (void)ctx;
+    *(double *)acc += *(const double *)right;
+}
+
+static void red_hist_leaf(long lo, long hi, void *acc, void *ctx)
+{
+    (void)ctx;
+    bench_red_count(lo, hi, acc);
+}
+
+static void red_hist_join(void *acc, const void *right, void *ctx)
+{
+    (void)ctx;
+    bench_red_hist_join(acc, right);
+}
+
+static struct bench_out run_reduce(void)
+{
+    static struct bench_hist empty, h;
+    double s = 0, zero = 0;
+    int rc = P.shape == 0 ? sf_reduce(0, P.size, P.grain, &s, &zero, sizeof s, red_sum_leaf,
+                                      red_sum_join, NULL)
+                          : sf_reduce(0, P.size, P.grain, &h, &empty, sizeof h, red_hist_leaf,
+                                      red_hist_join, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "libsf: sf_reduce failed: %s\n", strerror(errno));
+        exit(3);
+    }
+    return bench_value(P.shape == 0 ? bench_red_sum_value(s) : bench_red_hist_value(&h));
+}
+
 /* pipe and latency report more than their answer (main's extra fields). */
 static unsigned long pipe_lost_items;
 static struct lat_result lat_res;
@@ -949,7 +990,7 @@ static const struct bench_run_entry runs[] = {
     {"pfor", run_pfor},         {"nqueens", run_nqueens}, {"chain", run_chain},
     {"tree", run_tree},         {"uts-t1", run_uts},      {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
-    {"pipe", run_pipe},         {"latency", run_latency},
+    {"pipe", run_pipe},         {"latency", run_latency},     {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)
@@ -978,7 +1019,7 @@ int main(int argc, char **argv)
     memset(&s1, 0, sizeof s1);
     sf_stats_read(&s0);
     struct bench_result r = bench_run(argv[0], &P, runs, sizeof runs / sizeof runs[0]);
-    bool loop = strcmp(w, "pfor") == 0;
+    bool loop = strcmp(w, "pfor") == 0 || strcmp(w, "reduce") == 0;
     sf_stats_read(&s1);
     char extra[640];
     unsigned long long created = s1.created - s0.created;
@@ -1005,7 +1046,7 @@ int main(int argc, char **argv)
                  lat_res.busy_us, lat_res.blocked_us, lat_res.blocked_plain_us, lat_res.long_us,
                  lat_res.busy_raced, lat_res.blocked_raced, lat_res.blocked_plain_raced);
     int rc = bench_report(RUNTIME_NAME, &P, r.seconds, r.tasks, r.got, r.want, extra);
-    /* A loop makes its participants, not one task per item. */
+    /* A loop (a reduce's too) makes its participants, not one task per item. */
     if (rc == 0 && (loop ? created > (uint64_t)s1.threads - 1 : created != r.tasks)) {
         /* A counter bug, not a wrong result: warn, the harness shows it. */
         fprintf(stderr, "WARNING libsf %s: sf_stats created %llu tasks, the workload made %llu\n",

@@ -14,6 +14,7 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_reduce.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_group.h>
 #include <oneapi/tbb/version.h>
@@ -21,6 +22,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_group.h>
 #include <tbb/tbb_stddef.h>
@@ -341,11 +343,53 @@ static bench_out run_knapsack()
     return {(uint64_t)ks_best.load(std::memory_order_relaxed), tasks};
 }
 
+/* ---- reduce: parallel_deterministic_reduce over the chunks ---------------- */
+
+/* blocked_range(0, chunks, 1) splits [c0, c1) at c0 + (c1 - c0) / 2 while it
+ * holds more than one chunk, and the deterministic reduce joins left with
+ * right: the tree of workloads.h, each leaf one chunk from the identity. */
+static bench_out run_reduce()
+{
+    tbb::blocked_range<long> chunks(0, bench_red_chunks(&P), 1);
+    if (P.shape == 0) {
+        double s = tbb::parallel_deterministic_reduce(
+            chunks, 0.0,
+            [](const tbb::blocked_range<long> &r, double v) {
+                for (long c = r.begin(); c != r.end(); ++c) {
+                    long lo, hi;
+                    bench_red_chunk(&P, c, &lo, &hi);
+                    v = bench_red_sum(lo, hi, v);
+                }
+                return v;
+            },
+            [](double a, double b) { return a + b; });
+        return bench_value(bench_red_sum_value(s));
+    }
+    bench_hist empty;
+    memset(&empty, 0, sizeof empty);
+    bench_hist h = tbb::parallel_deterministic_reduce(
+        chunks, empty,
+        [](const tbb::blocked_range<long> &r, bench_hist v) {
+            for (long c = r.begin(); c != r.end(); ++c) {
+                long lo, hi;
+                bench_red_chunk(&P, c, &lo, &hi);
+                bench_red_count(lo, hi, &v);
+            }
+            return v;
+        },
+        [](bench_hist a, const bench_hist &b) {
+            bench_red_hist_join(&a, &b);
+            return a;
+        });
+    return bench_value(bench_red_hist_value(&h));
+}
+
 static const bench_run_entry runs[] = {
     {"fib", run_fib},           {"tput", run_tput},       {"uneven", run_uneven},
     {"pfor", run_pfor},         {"nqueens", run_nqueens}, {"chain", run_chain},
     {"tree", run_tree},         {"uts-t1", run_uts},      {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
+    {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

@@ -63,6 +63,12 @@
  *                                    x short): the long one computing or
  *                                    blocked in a get, the getter a task or
  *                                    (blocked) plain code (bench_sf only)
+ *   reduce   size=10000000 grain=4096 shape=0
+ *                                    a deterministic reduce over `size` indices
+ *                                    in chunks of `grain`, joined as sf.h's
+ *                                    balanced tree (workloads.h): shape 0 the
+ *                                    sum of an array of doubles, shape 1 a
+ *                                    histogram of an array of keys (256 bins)
  *   calib                            (bench_seq only) prints ns per spin iteration
  */
 #ifndef BENCH_COMMON_H
@@ -103,6 +109,7 @@ struct bench_params {
     long size;        /* cilksort: elements; matmul: matrix side */
     long stages;      /* pipe: threads of the pipeline, the main thread included */
     long rounds;      /* latency: rounds of each variant */
+    long grain;       /* reduce: indices per chunk */
 };
 
 /*
@@ -162,9 +169,9 @@ static BENCH_UNUSED void bench_usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree|uts-t1|uts-t3|cilksort|matmul|"
-            "knapsack|pipe|latency threads=N [key=value...]\n"
+            "knapsack|pipe|latency|reduce threads=N [key=value...]\n"
             "keys: n outer inner iters items short long_factor depth fanout shape part seed b0 "
-            "q_ppm work size stages rounds\n",
+            "q_ppm work size stages rounds grain\n",
             prog);
     exit(64);
 }
@@ -189,6 +196,7 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     p->size = -1;
     p->stages = 4;
     p->rounds = 50;
+    p->grain = 4096;
     if (argc < 2)
         bench_usage(argv[0]);
     p->workload = argv[1];
@@ -231,6 +239,7 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         BENCH_KEY("size", size)
         BENCH_KEY("stages", stages)
         BENCH_KEY("rounds", rounds)
+        BENCH_KEY("grain", grain)
 #undef BENCH_KEY
         bench_usage(argv[0]);
     }
@@ -257,6 +266,8 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     if (strcmp(w, "uts-t3") == 0 && (p->b0 < 1 || p->q_ppm > 1000000))
         bench_usage(argv[0]);
     if (strcmp(w, "knapsack") == 0 && (p->items < 1 || p->items > 40))
+        bench_usage(argv[0]);
+    if (strcmp(w, "reduce") == 0 && (p->grain < 1 || p->size < 1 || p->shape > 1))
         bench_usage(argv[0]);
     if (strcmp(w, "cilksort") == 0 && p->size < 1)
         bench_usage(argv[0]);

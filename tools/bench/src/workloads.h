@@ -52,6 +52,9 @@ static struct {
     double *mm_a, *mm_b, *mm_c;
     struct ks_item ks_items[KS_MAX_ITEMS];
     long ks_cap;
+    double *red_x;       /* reduce, shape 0: the values summed */
+    uint32_t *red_keys;  /* reduce, shape 1: the keys counted, < BENCH_RED_BINS */
+    int red_order_free;  /* reduce: set by a run that sums in an order of its own */
 } bench_in;
 
 /* The measured run: its time, the answer and the one expected, the tasks. */
@@ -177,6 +180,157 @@ BENCH_TASKS(tasks_pipe, (uint64_t)p->items * (uint64_t)(p->stages - 1))
 BENCH_CHECK(check_latency, (uint64_t)(3 * p->rounds))
 BENCH_TASKS(tasks_latency, (uint64_t)p->rounds * (4 + 5 + 4))
 
+/*
+ * reduce: chunk c of [0, size) is [c * grain, min(size, (c + 1) * grain));
+ * each chunk's accumulator starts at the identity (0, or empty bins) and its
+ * leaf adds the chunk in index order; accumulators are joined as sf.h's
+ * balanced tree R(c0, c1) = join(R(c0, m), R(m, c1)), m = c0 + (c1 - c0) / 2,
+ * left operand first - the tree of sf_reduce, and of oneTBB's
+ * parallel_deterministic_reduce over blocked_range(0, chunks, 1) (which
+ * splits a range at the same middle). The leaves, the tree computed
+ * sequentially (bench_seq's run, and the check's reference) and the check
+ * are here, shared by every program.
+ */
+#define BENCH_RED_BINS 256
+
+struct bench_hist {
+    uint64_t bin[BENCH_RED_BINS];
+};
+
+static inline long bench_red_chunks(const struct bench_params *p)
+{
+    return (p->size + p->grain - 1) / p->grain;
+}
+
+/* Chunk c's [*lo, *hi). */
+static inline void bench_red_chunk(const struct bench_params *p, long c, long *lo, long *hi)
+{
+    *lo = c * p->grain;
+    *hi = p->size - *lo > p->grain ? *lo + p->grain : p->size;
+}
+
+/* The leaves: add [lo, hi) to an accumulator. */
+static inline double bench_red_sum(long lo, long hi, double s)
+{
+    const double *x = bench_in.red_x;
+    for (long i = lo; i < hi; i++)
+        s += x[i];
+    return s;
+}
+
+static inline void bench_red_count(long lo, long hi, struct bench_hist *h)
+{
+    const uint32_t *k = bench_in.red_keys;
+    for (long i = lo; i < hi; i++)
+        h->bin[k[i]]++;
+}
+
+static inline void bench_red_hist_join(struct bench_hist *a, const struct bench_hist *b)
+{
+    for (int k = 0; k < BENCH_RED_BINS; k++)
+        a->bin[k] += b->bin[k];
+}
+
+/* The tree, sequentially. */
+static BENCH_UNUSED double bench_red_sum_tree(const struct bench_params *p, long c0, long c1)
+{
+    if (c1 - c0 == 1) {
+        long lo, hi;
+        bench_red_chunk(p, c0, &lo, &hi);
+        return bench_red_sum(lo, hi, 0.0);
+    }
+    long m = c0 + (c1 - c0) / 2;
+    double l = bench_red_sum_tree(p, c0, m);
+    return l + bench_red_sum_tree(p, m, c1);
+}
+
+static BENCH_UNUSED void bench_red_hist_tree(const struct bench_params *p, long c0, long c1,
+                                             struct bench_hist *out)
+{
+    if (c1 - c0 == 1) {
+        long lo, hi;
+        memset(out, 0, sizeof *out);
+        bench_red_chunk(p, c0, &lo, &hi);
+        bench_red_count(lo, hi, out);
+        return;
+    }
+    long m = c0 + (c1 - c0) / 2;
+    struct bench_hist r;
+    bench_red_hist_tree(p, c0, m, out);
+    bench_red_hist_tree(p, m, c1, &r);
+    bench_red_hist_join(out, &r);
+}
+
+/* A run's answer: the sum's bits, or a fingerprint of the bins. */
+static inline uint64_t bench_red_sum_value(double s)
+{
+    uint64_t v;
+    memcpy(&v, &s, sizeof v);
+    return v;
+}
+
+static inline uint64_t bench_red_hist_value(const struct bench_hist *h)
+{
+    uint64_t v = 1469598103934665603ULL;
+    for (int k = 0; k < BENCH_RED_BINS; k++)
+        v = (v ^ h->bin[k]) * 1099511628211ULL;
+    return v;
+}
+
+/* Values of magnitudes 10^-6 .. 10^6 (so the order of additions shows in
+ * the bits), and keys spread over the bins; both from a hash of i. */
+static void prepare_reduce(const struct bench_params *p)
+{
+    static const double scale[8] = {1e-6, 1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 0.5};
+    if (p->shape == 0)
+        bench_in.red_x = (double *)malloc((size_t)p->size * sizeof(double));
+    else
+        bench_in.red_keys = (uint32_t *)malloc((size_t)p->size * sizeof(uint32_t));
+    if (bench_in.red_x == NULL && bench_in.red_keys == NULL)
+        exit(3);
+    for (long i = 0; i < p->size; i++) {
+        uint64_t h = ((uint64_t)i + 1) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+        if (p->shape == 0)
+            bench_in.red_x[i] = (double)(int64_t)((h >> 12) & 0xfffff) * scale[h & 7] *
+                                ((h >> 40) & 1 ? 1.0 : -1.0);
+        else
+            bench_in.red_keys[i] = (uint32_t)((h >> 20) % BENCH_RED_BINS);
+    }
+}
+
+/* Exact against the tree computed here, for every program that sums in the
+ * tree's order; a run that sums in an order of its own (red_order_free:
+ * OpenMP's reduction) passes within the bound that holds for any order,
+ * (n - 1) u sum |x_i| (u = 2^-53), and shows as the tree's value. */
+static void check_reduce(const struct bench_params *p, const struct bench_out *o,
+                         struct bench_result *r)
+{
+    long chunks = bench_red_chunks(p);
+    r->got = o->value;
+    if (p->shape == 0) {
+        double want = bench_red_sum_tree(p, 0, chunks), got, abs = 0;
+        r->want = bench_red_sum_value(want);
+        memcpy(&got, &o->value, sizeof got);
+        for (long i = 0; i < p->size; i++)
+            abs += bench_in.red_x[i] < 0 ? -bench_in.red_x[i] : bench_in.red_x[i];
+        double err = got > want ? got - want : want - got;
+        if (bench_in.red_order_free && err <= (double)(p->size - 1) * 0x1p-53 * abs * 1.01)
+            r->got = r->want;
+        free(bench_in.red_x);
+    } else {
+        struct bench_hist *h = (struct bench_hist *)malloc(sizeof *h);
+        if (h == NULL)
+            exit(3);
+        bench_red_hist_tree(p, 0, chunks, h);
+        r->want = bench_red_hist_value(h);
+        free(h);
+        free(bench_in.red_keys);
+    }
+}
+/* A chunk is a task, as a loop's items are. */
+BENCH_TASKS(tasks_reduce, (uint64_t)bench_red_chunks(p))
+
 #undef BENCH_CHECK
 #undef BENCH_TASKS
 
@@ -195,6 +349,7 @@ static const struct bench_workload bench_workloads[] = {
     {"knapsack", prepare_knapsack, check_knapsack, tasks_run},
     {"pipe", NULL, check_pipe, tasks_pipe},
     {"latency", NULL, check_latency, tasks_latency},
+    {"reduce", prepare_reduce, check_reduce, tasks_reduce},
 };
 
 /*
