@@ -434,6 +434,19 @@ typedef struct sf_thread_stats {
  * ESRCH (not running). */
 SF_EXPORT int sf_stats_read_threads(sf_thread_stats *rows, int max);
 
+/* The calling thread's index in [0, sf_thread_count()): unique among the live
+ * threads that use libsf (pool workers included), the same for the thread's
+ * whole life in this runtime - across gets and parks - and the id of
+ * sf_thread_stats and the trace. An exited thread's index goes to a later
+ * thread, which sees what the old one wrote. Registers the thread (and starts
+ * the runtime) as sf_do() would. Returns it, or -1 with errno EAGAIN or ENOMEM. */
+SF_EXPORT int sf_thread_index(void);
+/* Indices handed out in this runtime so far: above every live thread's, and
+ * the caller's; grows only until sf_shutdown(), and stays near the peak of live
+ * threads. Per-thread scratch sized by it: docs/scheduling.md. Registers the
+ * caller as sf_thread_index(). Returns it, or -1 with errno EAGAIN or ENOMEM. */
+SF_EXPORT int sf_thread_count(void);
+
 #ifdef __cplusplus
 }
 #endif

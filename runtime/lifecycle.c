@@ -229,6 +229,34 @@ struct sf__thread *sf__enter_slow(void)
 }
 
 /*
+ * Thread indices (sf_thread_index, sf_thread_count) are the registry's ids,
+ * which already have the contract sf.h promises: they are dense from 0 (a
+ * new struct takes id nthreads, registry.c new_thread); a live thread keeps
+ * its struct, so its id, until it exits or the runtime stops (a fiber never
+ * leaves its thread, so neither does a parked task); a struct, with its id,
+ * goes to a new thread only once its thread is dead (adoption, registry.c),
+ * after mark_dead's release store that the adopter's acquire pairs with, so
+ * the new holder of an index sees what the old one wrote; and an id is
+ * made new only when no dead struct can be adopted, so the count is the
+ * peak of live threads plus dead ones whose queues still held tasks.
+ */
+SF_EXPORT int sf_thread_index(void)
+{
+    SF__OUTERMOST("sf_thread_index", int, sf_thread_index());
+    struct sf__thread *me = sf__enter();
+    return me != NULL ? me->id : -1;
+}
+
+SF_EXPORT int sf_thread_count(void)
+{
+    SF__OUTERMOST("sf_thread_count", int, sf_thread_count());
+    /* Registered first, so the caller's own index is below the count. */
+    if (sf__enter() == NULL)
+        return -1;
+    return sf__registry_count();
+}
+
+/*
  * One pending task claimed from anywhere: this thread's queue (newest
  * first), then every thread's, private ones included, then the batches'
  * (open or closed). NULL: none was found in this pass (a running task may

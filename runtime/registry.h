@@ -33,7 +33,8 @@ struct sf__thread;
  */
 struct sf__thread {
     struct sf__pending q;      /* its pending queue (its own cache lines) */
-    int id;                    /* index in the registry; the trace's Thread column */
+    int id;                    /* index in the registry; the trace's Thread column,
+                                * sf_thread_index() (lifecycle.c, Thread indices) */
     bool is_worker;            /* a pool worker (written with __atomic_store_n at
                                 * registration: stats.c reads it) */
     _Atomic int alive;         /* 0 once its thread exited: may be adopted */

@@ -10,7 +10,9 @@
  * combine them (a big butterfly pass is split into tasks too). Below the
  * plan's cutoff the recursion runs sequentially with no libsf call at all,
  * so a cutoff above m is the plain sequential FFT (the benchmark's
- * baseline). The result does not depend on the cutoff or on the schedule:
+ * baseline). A parallel transform's sequential leaves copy their strided
+ * input into a buffer of their thread's, kept in the plan by
+ * sf_thread_index() (fft.c, Leaves), freed with it. The result does not depend on the cutoff or on the schedule:
  * every output is the same sequence of floating-point operations.
  *
  * Conventions (FFTW's): forward X[k] = sum_j x[j] e^(-2 pi i jk/m), backward
