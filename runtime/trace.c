@@ -454,7 +454,7 @@ static int chrome_set(char *p, int room, int tid, uint64_t a, uint64_t b, uint64
  * LINE_MAX_BYTES); returns the bytes written, 0 for an event the Chrome
  * trace leaves out (Do, Get, Submit...: the slices say what they did). */
 static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64_t a,
-                        uint64_t b, uint64_t ns, void *(*fn)(void *))
+                        uint64_t b, uint64_t ns, const void *fn)
 {
     /* A thread's own stack is its id's track; each fiber its waits parked
      * work on (park.c) is a track of its own, the fiber's number above the
@@ -497,7 +497,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         int from = sf__tag_thread(a);
         unsigned long long seq = (unsigned long long)sf__tag_seq(a);
         const char *kind = kind_name[b <= SF__HOW_COUNT ? b : SF__HOW_INLINE];
-        const char *name = fn != NULL ? fn_name((const void *)fn) : NULL;
+        const char *name = fn != NULL ? fn_name(fn) : NULL;
         /* The arrow from the queuing thread: its start 1 ns before the
          * slice, so that viewers that sort by time see it first; it binds
          * to the slice running there then, if any. A batch task was in no
@@ -574,7 +574,7 @@ static size_t text_line(char *p, int id, enum sf__event ev, uint64_t a, uint64_t
                         uint64_t ns);
 
 static void trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b,
-                        void *(*fn)(void *))
+                        const void *fn)
 {
     if (sf__sched(t)->tbuf == NULL && (sf__sched(t)->tbuf = malloc(TBUF_BYTES)) == NULL)
         return; /* no memory for tracing: the program goes on untraced */
@@ -596,8 +596,7 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
     trace_event(t, ev, a, b, NULL);
 }
 
-void sf__trace_start(struct sf__thread *t, uint64_t claimed, enum sf__how how,
-                     void *(*fn)(void *))
+void sf__trace_start(struct sf__thread *t, uint64_t claimed, enum sf__how how, const void *fn)
 {
     trace_event(t, SF__EV_FSTART, claimed, (uint64_t)how, fn);
 }
