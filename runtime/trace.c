@@ -350,14 +350,16 @@ static void name_copy(char *out, const char *name)
     out[i] = '\0';
 }
 
-/* Resolves fn into e->name. Under names_lock. */
-static void fn_resolve(struct fn_name *e, const void *fn)
+/* Resolves fn into e->name from what dladdr1 said of it (info NULL: it
+ * found no module), the module's .symtab if need be. Under names_lock. The
+ * pointers dladdr1 gave stay good while fn's module is loaded, which it is
+ * while a task of fn starts. */
+static void fn_resolve(struct fn_name *e, const void *fn, const Dl_info *info,
+                       const struct link_map *lm)
 {
-    Dl_info info;
-    struct link_map *lm = NULL;
-    if (dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0) {
-        if (info.dli_sname != NULL && info.dli_saddr == fn) {
-            name_copy(e->name, info.dli_sname);
+    if (info != NULL) {
+        if (info->dli_sname != NULL && info->dli_saddr == fn) {
+            name_copy(e->name, info->dli_sname);
             return;
         }
         /* Not exported: the module's own symbol table, whose values are
@@ -389,7 +391,15 @@ static const char *fn_name(const void *fn)
             return e->name;
     }
     /* Not there when probed: added under the lock, unless another thread
-     * has added it meanwhile (probed again, from the start, under it). */
+     * has added it meanwhile (probed again, from the start, under it).
+     * Deadlock-freedom: dladdr1 takes the dynamic linker's lock, which
+     * dlopen holds while a module's constructors run - and they may run
+     * tasks, whose starts take names_lock. So dladdr1 is asked before
+     * names_lock is taken, never under it; under it only files are read
+     * (open, mmap), which take no lock a task start may hold. */
+    Dl_info info;
+    struct link_map *lm = NULL;
+    bool found = dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0;
     const char *name = NULL;
     sf__lock(&names_lock);
     for (i = fn_slot(fn);; i = (i + 1) & (FN_SLOTS - 1)) {
@@ -402,7 +412,7 @@ static const char *fn_name(const void *fn)
             if (names_used >= FN_MAX_USED || (e = malloc(sizeof *e)) == NULL)
                 break;
             e->fn = fn;
-            fn_resolve(e, fn);
+            fn_resolve(e, fn, found ? &info : NULL, lm);
             names_used++;
             /* Release: a reader that loads e (acquire) sees it whole. */
             atomic_store_explicit(&names[i], e, memory_order_release);
