@@ -196,7 +196,6 @@ static long long queued(void) { return (long long)sf__threads_queued(); }
 
 static int asleep(void) { return sf__threads_asleep(); }
 
-
 /* ---- Names: a task's function, for the Chrome trace's slices ----
  *
  * A slice is named by its task's function, resolved once per function and
@@ -282,15 +281,15 @@ static void module_read(struct module *m, const char *path)
     for (unsigned i = 0; i < eh->e_shnum; i++) {
         if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
             continue;
-        const ElfW(Shdr) *ss = &sh[i], *st_ = &sh[ss->sh_link];
+        const ElfW(Shdr) *ss = &sh[i], *strs = &sh[ss->sh_link];
         if (ss->sh_offset > len || ss->sh_size > len - ss->sh_offset ||
-            st_->sh_offset > len || st_->sh_size > len - st_->sh_offset || st_->sh_size == 0)
+            strs->sh_offset > len || strs->sh_size > len - strs->sh_offset || strs->sh_size == 0)
             break;
         m->sym = (const ElfW(Sym) *)(b + ss->sh_offset);
         m->nsym = ss->sh_size / sizeof(ElfW(Sym));
-        m->str = (const char *)(b + st_->sh_offset);
-        m->nstr = st_->sh_size;
-        return; /* mapped for good: names point into it until copied */
+        m->str = (const char *)(b + strs->sh_offset);
+        m->nstr = strs->sh_size;
+        return; /* mapped for the process's life: its later misses look here */
     }
     munmap(map, len);
 }
