@@ -21,7 +21,8 @@
  * newline, which ends every event), the file is valid JSON under any
  * interleaving of threads once closed. Each thread keeps its own nesting
  * depth (t->tdepth) and writes its own name the first time it logs, so no
- * state is shared between threads here either.
+ * state is shared between threads here either - but for the names of task
+ * functions (Names, below), resolved once per function for every thread.
  */
 #include "trace.h"
 
