@@ -73,7 +73,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     }
     SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");
     if (traced)
-        sf__trace_event(me, SF__EV_FSTART, claimed, how);
+        sf__trace_start(me, claimed, how, (const void *)f->u.fn);
     sf__witness_assert_none("a task starts");
     sf__sched(me)->cur = f;
 #if defined(__SANITIZE_THREAD__)

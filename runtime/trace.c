@@ -21,22 +21,28 @@
  * newline, which ends every event), the file is valid JSON under any
  * interleaving of threads once closed. Each thread keeps its own nesting
  * depth (t->tdepth) and writes its own name the first time it logs, so no
- * state is shared between threads here either.
+ * state is shared between threads here either - but for the names of task
+ * functions (Names, below), resolved once per function for every thread.
  */
 #include "trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TBUF_BYTES 65536
 /* The most one event writes: a text line, or up to five JSON objects (two
- * metadata, flow start, slice begin, flow end) of under 200 bytes each. */
-#define LINE_MAX_BYTES 1024
+ * metadata, flow start, slice begin, flow end) of under 200 bytes each,
+ * the slice's name (under FN_NAME_BYTES) besides. */
+#define LINE_MAX_BYTES 1536
 
 bool sf__trace_on;
 static int trace_fd = 2;
@@ -191,8 +197,235 @@ static long long queued(void) { return (long long)sf__threads_queued(); }
 
 static int asleep(void) { return sf__threads_asleep(); }
 
-/* The Chrome trace. A task's slice is named by its kind, the how of its
- * FStart as people say it. */
+/* ---- Names: a task's function, for the Chrome trace's slices ----
+ *
+ * A slice is named by its task's function, resolved once per function and
+ * kept in `names`. dladdr names the functions a module exports; the others
+ * (static functions, and every function of a program linked without
+ * -rdynamic) are looked up in the module's own symbol table (.symtab), read
+ * from its file the first time one of its functions misses. A function
+ * neither knows (a stripped binary) is named by its address, "0x...".
+ *
+ * The cost: a probe of `names` per slice (lock-free); the first slice of
+ * each function takes names_lock and resolves it. Nothing of this runs
+ * untraced, nor for the text trace.
+ */
+
+#define FN_NAME_BYTES 128 /* the longest name kept, with its NUL */
+#define FN_SLOTS 4096     /* a power of two */
+#define FN_MAX_USED (FN_SLOTS / 4 * 3)
+
+struct fn_name {
+    const void *fn;
+    char name[FN_NAME_BYTES];
+};
+
+/* Open addressing, linear probing. Invariant: a slot goes from NULL to an
+ * entry once, under names_lock, by a release store; an entry is never
+ * changed, moved nor freed after (nor are the slots ever cleared, which
+ * keeps every probe chain whole). So a reader probing without the lock
+ * (acquire loads, pairing with that store) sees NULL or a whole entry, and
+ * a function not found before the first NULL is not in the table (or is
+ * being added, which the lock settles). */
+static _Atomic(struct fn_name *) names[FN_SLOTS];
+static int names_used; /* under names_lock */
+static struct sf__lock names_lock = SF__LOCK_INITIALIZER(SF__RANK_LEAF, "trace names_lock");
+
+/* A module's symbol table, mapped from its file; under names_lock, kept
+ * for the process's life (a program traces the functions of a few). */
+struct module {
+    char path[PATH_MAX];
+    const ElfW(Sym) *sym; /* NULL: the file has no symbol table we read */
+    size_t nsym;
+    const char *str;
+    size_t nstr;
+    struct module *next;
+};
+static struct module *modules;
+
+#if __ELF_NATIVE_CLASS == 64
+#define NATIVE_CLASS ELFCLASS64
+#else
+#define NATIVE_CLASS ELFCLASS32
+#endif
+
+static unsigned fn_slot(const void *fn)
+{
+    return (unsigned)(((uintptr_t)fn * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (FN_SLOTS - 1);
+}
+
+/* Reads path's .symtab into m; leaves m->sym NULL if it has none or the
+ * file is not an ELF file of this machine's class. Each offset is checked
+ * against the file's size before it is followed. */
+static void module_read(struct module *m, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    void *map = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(ElfW(Ehdr)))
+        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return;
+    size_t len = (size_t)st.st_size;
+    const unsigned char *b = map;
+    const ElfW(Ehdr) *eh = map;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != NATIVE_CLASS ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > len ||
+        eh->e_shnum > (len - eh->e_shoff) / sizeof(ElfW(Shdr))) {
+        munmap(map, len);
+        return;
+    }
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(b + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+            continue;
+        const ElfW(Shdr) *ss = &sh[i], *strs = &sh[ss->sh_link];
+        if (ss->sh_offset > len || ss->sh_size > len - ss->sh_offset ||
+            strs->sh_offset > len || strs->sh_size > len - strs->sh_offset || strs->sh_size == 0)
+            break;
+        m->sym = (const ElfW(Sym) *)(b + ss->sh_offset);
+        m->nsym = ss->sh_size / sizeof(ElfW(Sym));
+        m->str = (const char *)(b + strs->sh_offset);
+        m->nstr = strs->sh_size;
+        return; /* mapped for the process's life: its later misses look here */
+    }
+    munmap(map, len);
+}
+
+/* The module read from path, read now if it was not. Under names_lock. */
+static struct module *module_of(const char *path)
+{
+    for (struct module *m = modules; m != NULL; m = m->next)
+        if (strcmp(m->path, path) == 0)
+            return m;
+    struct module *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    snprintf(m->path, sizeof m->path, "%s", path);
+    module_read(m, path);
+    m->next = modules;
+    modules = m;
+    return m;
+}
+
+/* The name of the function at offset `off` of module m (its address less
+ * the module's load bias), or NULL. Of several names at one address, a
+ * global one wins, then one without a '.': GCC's local aliases
+ * ("tu_fib.localalias") and clones ("f.constprop.0") are named after the
+ * function. */
+static const char *module_lookup(const struct module *m, uintptr_t off)
+{
+    const char *best = NULL;
+    int best_rank = 0;
+    for (size_t i = 0; i < m->nsym; i++) {
+        const ElfW(Sym) *y = &m->sym[i];
+        int type = y->st_info & 0xf, bind = y->st_info >> 4; /* ELF32_ and ELF64_ST_* alike */
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || y->st_shndx == SHN_UNDEF ||
+            y->st_value != off || y->st_name >= m->nstr ||
+            memchr(m->str + y->st_name, '\0', m->nstr - y->st_name) == NULL ||
+            m->str[y->st_name] == '\0')
+            continue;
+        const char *name = m->str + y->st_name;
+        int rank = bind != STB_LOCAL ? 3 : strchr(name, '.') == NULL ? 2 : 1;
+        if (rank > best_rank) {
+            best = name;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+/* Copies name to out as a JSON string's contents: a character JSON would
+ * have escaped (or that is not ASCII) becomes '?'; a long name is cut. */
+static void name_copy(char *out, const char *name)
+{
+    size_t i = 0;
+    for (; name[i] != '\0' && i < FN_NAME_BYTES - 1; i++) {
+        unsigned char c = (unsigned char)name[i];
+        out[i] = c < 0x20 || c > 0x7e || c == '"' || c == '\\' ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+/* Resolves fn into e->name from what dladdr1 said of it (info NULL: it
+ * found no module), the module's .symtab if need be. Under names_lock. The
+ * pointers dladdr1 gave stay good while fn's module is loaded, which it is
+ * while a task of fn starts. */
+static void fn_resolve(struct fn_name *e, const void *fn, const Dl_info *info,
+                       const struct link_map *lm)
+{
+    if (info != NULL) {
+        if (info->dli_sname != NULL && info->dli_saddr == fn) {
+            name_copy(e->name, info->dli_sname);
+            return;
+        }
+        /* Not exported: the module's own symbol table, whose values are
+         * addresses less the load bias (l_addr). The program itself has
+         * the empty name. */
+        if (lm != NULL) {
+            struct module *m = module_of(lm->l_name[0] != '\0' ? lm->l_name : "/proc/self/exe");
+            const char *name = m != NULL ? module_lookup(m, (uintptr_t)fn - lm->l_addr) : NULL;
+            if (name != NULL) {
+                name_copy(e->name, name);
+                return;
+            }
+        }
+    }
+    snprintf(e->name, sizeof e->name, "%p", fn);
+}
+
+/* fn's name for a slice; NULL when there is no memory or no slot for it
+ * (the slice is then named by its kind). */
+static const char *fn_name(const void *fn)
+{
+    unsigned i = fn_slot(fn);
+    for (;; i = (i + 1) & (FN_SLOTS - 1)) {
+        /* Acquire: pairs with the release store below (the invariant). */
+        struct fn_name *e = atomic_load_explicit(&names[i], memory_order_acquire);
+        if (e == NULL)
+            break;
+        if (e->fn == fn)
+            return e->name;
+    }
+    /* Not there when probed: added under the lock, unless another thread
+     * has added it meanwhile (probed again, from the start, under it).
+     * Deadlock-freedom: dladdr1 takes the dynamic linker's lock, which
+     * dlopen holds while a module's constructors run - and they may run
+     * tasks, whose starts take names_lock. So dladdr1 is asked before
+     * names_lock is taken, never under it; under it only files are read
+     * (open, mmap), which take no lock a task start may hold. */
+    Dl_info info;
+    struct link_map *lm = NULL;
+    bool found = dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0;
+    const char *name = NULL;
+    sf__lock(&names_lock);
+    for (i = fn_slot(fn);; i = (i + 1) & (FN_SLOTS - 1)) {
+        struct fn_name *e = atomic_load_explicit(&names[i], memory_order_relaxed);
+        if (e != NULL && e->fn == fn) {
+            name = e->name;
+            break;
+        }
+        if (e == NULL) {
+            if (names_used >= FN_MAX_USED || (e = malloc(sizeof *e)) == NULL)
+                break;
+            e->fn = fn;
+            fn_resolve(e, fn, found ? &info : NULL, lm);
+            names_used++;
+            /* Release: a reader that loads e (acquire) sees it whole. */
+            atomic_store_explicit(&names[i], e, memory_order_release);
+            name = e->name;
+            break;
+        }
+    }
+    sf__unlock(&names_lock);
+    return name;
+}
+
+/* The Chrome trace. A task's slice is named by its function (Names); its
+ * kind, the how of its FStart as people say it, is in its args. */
 static const char *const kind_name[SF__HOW_COUNT + 1] = {
     [SF__HOW_INLINE] = "inline", [SF__HOW_POOL] = "pool",      [SF__HOW_STEAL] = "stolen",
     [SF__HOW_DRAIN] = "drained", [SF__HOW_WAIT] = "batch-wait",
@@ -231,7 +464,7 @@ static int chrome_set(char *p, int room, int tid, uint64_t a, uint64_t b, uint64
  * LINE_MAX_BYTES); returns the bytes written, 0 for an event the Chrome
  * trace leaves out (Do, Get, Submit...: the slices say what they did). */
 static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64_t a,
-                        uint64_t b, uint64_t ns)
+                        uint64_t b, uint64_t ns, const void *fn)
 {
     /* A thread's own stack is its id's track; each fiber its waits parked
      * work on (park.c) is a track of its own, the fiber's number above the
@@ -274,6 +507,7 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         int from = sf__tag_thread(a);
         unsigned long long seq = (unsigned long long)sf__tag_seq(a);
         const char *kind = kind_name[b <= SF__HOW_COUNT ? b : SF__HOW_INLINE];
+        const char *name = fn != NULL ? fn_name(fn) : NULL;
         /* The arrow from the queuing thread: its start 1 ns before the
          * slice, so that viewers that sort by time see it first; it binds
          * to the slice running there then, if any. A batch task was in no
@@ -288,7 +522,8 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         }
         OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"%s\","
             "\"cat\":\"task\",\"args\":{\"task\":\"%d.%llu\",\"kind\":\"%s\",\"depth\":%d}}\n",
-            pid, tid, us, frac, kind, from, seq, kind, sf__sched(t)->tdepth);
+            pid, tid, us, frac, name != NULL ? name : kind, from, seq, kind,
+            sf__sched(t)->tdepth);
         sf__sched(t)->tdepth++;
         /* bp "e": the arrow ends on the slice just begun (enclosing). */
         if (flow)
@@ -328,6 +563,11 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
             "\"name\":\"idle\",\"cat\":\"idle\"}\n", pid, tid, us, frac);
         break;
+    case SF__EV_DISCARD: /* a task that never runs: no slice, this mark */
+        OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"discard\",\"cat\":\"task\",\"args\":{\"task\":\"%d.%llu\"}}\n",
+            pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
     case SF__EV_SET: n += chrome_set(p + n, LINE_MAX_BYTES - n, tid, a, b, ns); break;
     case SF__EV_SHUTDOWN:
         OUT(",{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
@@ -343,7 +583,8 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
 static size_t text_line(char *p, int id, enum sf__event ev, uint64_t a, uint64_t b,
                         uint64_t ns);
 
-void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b)
+static void trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b,
+                        const void *fn)
 {
     if (sf__sched(t)->tbuf == NULL && (sf__sched(t)->tbuf = malloc(TBUF_BYTES)) == NULL)
         return; /* no memory for tracing: the program goes on untraced */
@@ -352,12 +593,22 @@ void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64
     uint64_t ns = sf__now_ns() - t0_ns;
     char *p = sf__sched(t)->tbuf + sf__sched(t)->tlen;
     if (chrome) {
-        sf__sched(t)->tlen += (size_t)chrome_event(t, p, ev, a, b, ns);
+        sf__sched(t)->tlen += (size_t)chrome_event(t, p, ev, a, b, ns, fn);
         return;
     }
     if (ev == SF__EV_FSTART && b == SF__HOW_WAIT_INLINE)
         b = SF__HOW_INLINE; /* the text trace does not tell them apart */
     sf__sched(t)->tlen += text_line(p, t->id, ev, a, b, ns);
+}
+
+void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b)
+{
+    trace_event(t, ev, a, b, NULL);
+}
+
+void sf__trace_start(struct sf__thread *t, uint64_t claimed, enum sf__how how, const void *fn)
+{
+    trace_event(t, SF__EV_FSTART, claimed, (uint64_t)how, fn);
 }
 
 /* Formats event ev of thread `id` at ns as a text line at p (room for

@@ -60,6 +60,14 @@ void sf__trace_flush(struct sf__thread *t);
 void sf__trace_event(struct sf__thread *t, enum sf__event ev, uint64_t a, uint64_t b);
 
 /*
+ * Logs FStart of the task `claimed` (its state word), run by t as `how`:
+ * sf__trace_event's FStart, and the Chrome trace names the task's slice by
+ * fn, the address of the task's function (trace.c, Names), which tracing
+ * never calls.
+ */
+void sf__trace_start(struct sf__thread *t, uint64_t claimed, enum sf__how how, const void *fn);
+
+/*
  * Logs event ev, as sf__trace_event, for a thread that has no buffer here:
  * one outside libsf's calls (a plain pthread, an audio callback, a thread
  * between two calls), which completes a promise. Its line names no thread

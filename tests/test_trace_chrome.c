@@ -17,7 +17,10 @@
  *    task's queuing thread is the "s" thread), one flow per task that ran
  *    on a thread other than the one that queued it;
  *  - the task slices are the tasks sf_stats counts as run, by kind; the
- *    sleep slices are its sleeps; every thread with a slice is named.
+ *    sleep slices are its sleeps; every thread with a slice is named;
+ *  - each task slice is named by its task's function (static functions of
+ *    this program, linked without -rdynamic, too), its kind in args.kind;
+ *    a task discarded before it started is a "discard" instant.
  * A process that exits without sf_shutdown() leaves the array unclosed:
  * the file plus "]" must then be valid JSON (what the docs promise).
  */
@@ -107,9 +110,13 @@ static int track_of(int tid)
     return ntracks++;
 }
 
+#define NAMES 4
+
 struct tally {
     uint64_t kind[6]; /* slices by kind, in the order of kinds[] */
-    uint64_t tasks, sleeps, flows, foreign_runs;
+    uint64_t tasks, sleeps, flows, foreign_runs, discards;
+    const char *fn[NAMES];   /* in: function names to count (NULL ends) */
+    uint64_t fn_slices[NAMES]; /* out: the task slices named so */
 };
 
 static const char *const kinds[6] = {"inline",  "wait-inlined", "pool",
@@ -135,10 +142,13 @@ static struct flow *flow_of(struct flow *fl, size_t *nfl, double id)
 
 /* Checks every rule of the top comment on the parsed trace; `closed`: the
  * runtime shut down (no slice may be left open). */
-static struct tally check_trace(json_object *root, bool closed)
+static struct tally check_trace_names(json_object *root, bool closed,
+                                      const char *const fn[NAMES])
 {
     struct tally t;
     memset(&t, 0, sizeof t);
+    for (int n = 0; fn != NULL && n < NAMES; n++)
+        t.fn[n] = fn[n];
     ck_assert_msg(json_object_is_type(root, json_type_array), "the trace is not a JSON array");
     size_t nev = json_object_array_length(root);
     ck_assert_uint_gt(nev, 0);
@@ -228,11 +238,17 @@ static struct tally check_trace(json_object *root, bool closed)
             json_object *args = jget(ev, "args");
             bool task = strcmp(cat, "task") == 0;
             if (task) {
+                /* Named by its function; its kind in args. */
+                const char *kind = jstr(args, "kind");
+                ck_assert_msg(kind != NULL, "event %zu: a task slice without args.kind", e);
                 int k = 0;
-                while (k < 6 && strcmp(name, kinds[k]) != 0)
+                while (k < 6 && strcmp(kind, kinds[k]) != 0)
                     k++;
-                ck_assert_msg(k < 6, "event %zu: task slice of kind \"%s\"", e, name);
-                ck_assert_str_eq(jstr(args, "kind"), name);
+                ck_assert_msg(k < 6, "event %zu: task slice of kind \"%s\"", e, kind);
+                ck_assert_msg(name[0] != '\0', "event %zu: a task slice without a name", e);
+                for (int n = 0; n < NAMES && t.fn[n] != NULL; n++)
+                    if (strcmp(name, t.fn[n]) == 0)
+                        t.fn_slices[n]++;
                 ck_assert_msg(jnum(args, "depth", e) == task_open[tid],
                               "event %zu: depth %g, but %d task slices are open", e,
                               jnum(args, "depth", e), task_open[tid]);
@@ -262,7 +278,18 @@ static struct tally check_trace(json_object *root, bool closed)
                 task_open[tid]--;
         } else {
             ck_assert_msg(*ph == 'i', "event %zu: unknown ph \"%s\"", e, ph);
-            ck_assert_ptr_nonnull(jstr(ev, "name"));
+            const char *name = jstr(ev, "name");
+            ck_assert_ptr_nonnull(name);
+            if (strcmp(name, "discard") == 0) {
+                const char *cat = jstr(ev, "cat");
+                ck_assert_msg(cat != NULL && strcmp(cat, "task") == 0, "event %zu: discard cat", e);
+                unsigned qt = 0;
+                unsigned long long seq = 0;
+                const char *tn = jstr(jget(ev, "args"), "task");
+                ck_assert_msg(tn != NULL && sscanf(tn, "%u.%llu", &qt, &seq) == 2,
+                              "event %zu: discard args.task", e);
+                t.discards++;
+            }
         }
     }
     for (int k = 0; k < MAX_TID; k++) {
@@ -279,6 +306,11 @@ static struct tally check_trace(json_object *root, bool closed)
     ck_assert_uint_eq(t.flows, t.foreign_runs);
     free(fl);
     return t;
+}
+
+static struct tally check_trace(json_object *root, bool closed)
+{
+    return check_trace_names(root, closed, NULL);
 }
 
 /* ---- the workloads ---- */
@@ -442,6 +474,82 @@ START_TEST(chrome_from_config_with_drain)
 }
 END_TEST
 
+/* Task functions of this program, which is linked without -rdynamic:
+ * dladdr sees none of them (static, or not exported), so their names come
+ * from the program's own symbol table. */
+static void *named_leaf(void *arg)
+{
+    return (void *)((intptr_t)arg + 1);
+}
+
+static void *named_parent(void *arg)
+{
+    sf_future *f[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_nonnull(f[i] = sf_do(named_leaf, arg));
+    intptr_t sum = 0;
+    for (int i = 0; i < 3; i++) {
+        sum += (intptr_t)sf_get(f[i]);
+        sf_release(f[i]);
+    }
+    return (void *)sum;
+}
+
+static void *never_run(void *arg)
+{
+    ck_abort_msg("a discarded task ran");
+    return arg;
+}
+
+/* Each slice is named by its task's function, static ones and a
+ * non-exported global of another file (tu_fib) included; a task cancelled
+ * and one released before they start are each a discard instant, and no
+ * slice. */
+START_TEST(chrome_names_and_discards)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "chrome-names");
+    tu_env_threads(1);
+    setenv("SF_TRACE", "chrome", 1);
+    setenv("SF_TRACE_FILE", path, 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *p = sf_do(named_parent, (void *)1L);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_eq(sf_get(p), (void *)6L);
+    sf_release(p);
+    sf_future *f = sf_do(tu_fib, (void *)5L);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_eq(sf_get(f), (void *)5L);
+    sf_release(f);
+    /* At one thread no pool takes them: both are discarded unstarted. */
+    sf_future *c = sf_do(never_run, NULL);
+    sf_future *r = sf_do(never_run, NULL);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(sf_cancel(c), 0);
+    sf_release(r);
+    ck_assert_ptr_null(sf_get(c));
+    ck_assert_int_eq(errno, ECANCELED);
+    sf_release(c);
+    sf_shutdown();
+
+    char *text = tu_read_file(path);
+    ck_assert_ptr_nonnull(text);
+    json_object *root = jparse(text, path);
+    static const char *const fn[NAMES] = {"named_parent", "named_leaf", "tu_fib", "never_run"};
+    struct tally t = check_trace_names(root, true, fn);
+    ck_assert_uint_eq(t.fn_slices[0], 1);
+    ck_assert_uint_eq(t.fn_slices[1], 3);
+    ck_assert_uint_eq(t.fn_slices[2], 1 + tu_fib_tasks(5));
+    ck_assert_uint_eq(t.fn_slices[3], 0);
+    ck_assert_uint_eq(t.tasks, 1 + 3 + 1 + tu_fib_tasks(5));
+    ck_assert_uint_eq(t.discards, 2);
+    json_object_put(root);
+    free(text);
+    unlink(path);
+}
+END_TEST
+
 /* A bad sf_config.trace is still EINVAL. */
 START_TEST(chrome_config_range)
 {
@@ -502,6 +610,7 @@ static Suite *trace_chrome_suite(void)
     tcase_add_loop_test(tc, chrome_workload, 0, (int)(sizeof threads_of / sizeof threads_of[0]));
     tcase_add_test(tc, chrome_from_config_with_drain);
     tcase_add_test(tc, chrome_config_range);
+    tcase_add_test(tc, chrome_names_and_discards);
     tcase_add_test(tc, chrome_exit_without_shutdown);
     suite_add_tcase(s, tc);
     return s;

@@ -45,6 +45,8 @@ EXTRA_DIST += \
 	tools/sftrace/sample.json.expected \
 	tools/sftrace/sample.schedule \
 	tools/sftrace/sample.json.schedule \
+	tools/sftrace/sample.profile \
+	tools/sftrace/sample.json.profile \
 	docs/trace-format.md
 
 # The layering of runtime/ (the table at the top of tools/check-layers, and

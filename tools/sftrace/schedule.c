@@ -68,6 +68,22 @@ struct sched_thread *sched_thread(struct sched *s, size_t tid)
     return &s->thr[tid];
 }
 
+uint32_t sched_fn(struct sched *s, const char *name)
+{
+    /* A trace names a few functions: a search from the latest added (the
+     * slices of one function tend to come together). */
+    for (size_t i = s->nfn; i-- > 0;)
+        if (strcmp(s->fn[i], name) == 0)
+            return (uint32_t)i + 1;
+    if (s->nfn == s->fncap) {
+        s->fncap = s->fncap ? s->fncap * 2 : 16;
+        s->fn = xrealloc(s->fn, s->fncap * sizeof *s->fn);
+    }
+    size_t n = strlen(name) + 1;
+    s->fn[s->nfn] = memcpy(xrealloc(NULL, n), name, n);
+    return (uint32_t)++s->nfn;
+}
+
 void sched_time(struct sched *s, double t)
 {
     if (!s->have_time || t < s->t_begin)
@@ -85,7 +101,7 @@ void sched_add(struct sched *s, size_t tid, unsigned fiber, double t0, double t1
         t->cap = t->cap ? t->cap * 2 : 64;
         t->s = xrealloc(t->s, t->cap * sizeof *t->s);
     }
-    t->s[t->n++] = (struct sched_slice){t0, t1 < t0 ? t0 : t1, task, depth, (uint8_t)k,
+    t->s[t->n++] = (struct sched_slice){t0, t1 < t0 ? t0 : t1, task, depth, 0, (uint8_t)k,
                                         (uint8_t)fiber};
     sched_time(s, t0);
     sched_time(s, t1);
@@ -150,6 +166,7 @@ struct open {
     double t0;
     uint64_t task;
     uint32_t tasks_below; /* task slices open under it on its fiber */
+    uint32_t fn;          /* sched_slice.fn */
     uint8_t kind;         /* SK_COUNT: a slice the model does not draw */
 };
 
@@ -229,13 +246,19 @@ void sched_b_idle(struct sched_build *b, size_t tid, double t)
 void sched_b_begin(struct sched_build *b, size_t tid, unsigned fiber, double t, int kind,
                    uint64_t task)
 {
+    sched_b_begin_fn(b, tid, fiber, t, kind, task, 0);
+}
+
+void sched_b_begin_fn(struct sched_build *b, size_t tid, unsigned fiber, double t, int kind,
+                      uint64_t task, uint32_t fn)
+{
     struct bfib *f = bfib_of(b, tid, fiber);
     if (f->n == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 16;
         f->o = xrealloc(f->o, f->cap * sizeof *f->o);
     }
     uint32_t below = tasks_open(f);
-    f->o[f->n++] = (struct open){t, task, below, (uint8_t)kind};
+    f->o[f->n++] = (struct open){t, task, below, fn, (uint8_t)kind};
 }
 
 int sched_b_end(struct sched_build *b, size_t tid, unsigned fiber, double t, int what)
@@ -248,8 +271,11 @@ int sched_b_end(struct sched_build *b, size_t tid, unsigned fiber, double t, int
         (what == SCHED_END_SLEEP && o.kind != SK_SLEEP))
         return -1;
     f->n--;
-    if (o.kind < SK_COUNT)
+    if (o.kind < SK_COUNT) {
         sched_add(b->s, tid, fiber, o.t0, t, (enum sched_kind)o.kind, o.tasks_below, o.task);
+        struct sched_thread *th = &b->s->thr[tid];
+        th->s[th->n - 1].fn = o.fn;
+    }
     return 0;
 }
 
@@ -372,9 +398,20 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at)
     if (ph[0] == 'B') {
         const char *cat = jstr(ev, "cat");
         int k = SK_SLEEP;
+        uint32_t fn = 0;
         if (strcmp(cat, "task") == 0) {
+            /* Named by its function, its kind in args.kind; a trace
+             * without args.kind names its slices by their kind. */
+            const char *kind = jstr(args, "kind");
+            if (kind[0] != '\0') {
+                if (name[0] == '\0')
+                    return jerr(s, at, "a task slice without a name");
+                fn = sched_fn(s, name);
+            } else {
+                kind = name;
+            }
             k = 0;
-            while (k < SK_SLEEP && strcmp(sched_kind_name[k], name) != 0)
+            while (k < SK_SLEEP && strcmp(sched_kind_name[k], kind) != 0)
                 k++;
             if (k == SK_SLEEP)
                 return jerr(s, at, "a task slice of an unknown kind");
@@ -383,7 +420,7 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at)
         }
         /* Its depth is the fiber's stack's, which is what libsf writes as
          * args.depth (each fiber keeps its own). */
-        sched_b_begin(b, tid, fiber, ts, k, task_key(jstr(args, "task")));
+        sched_b_begin_fn(b, tid, fiber, ts, k, task_key(jstr(args, "task")), fn);
     } else if (ph[0] == 'E') {
         if (sched_b_end(b, tid, fiber, ts, SCHED_END_ANY) < 0)
             return jerr(s, at, "an E event with no open slice on its track");
@@ -397,6 +434,8 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at)
             sched_b_resume(b, tid, fiber, ts);
         else if (strcmp(name, "init") == 0 && jnum(args, "threads", &threads))
             s->threads_cfg = (uint64_t)threads;
+        /* Other instants (discard, timeout, set, shutdown) are not part
+         * of the model. */
     }
     return 0;
 }
@@ -484,6 +523,11 @@ static json_object *jtime(double us)
     return json_object_new_double(us);
 }
 
+static const char *sc_fn(const struct sched *s, uint32_t fn)
+{
+    return fn != 0 ? s->fn[fn - 1] : "(unnamed)";
+}
+
 int sched_write_json(const struct sched *s, FILE *out)
 {
     /* Microseconds with the trace's precision (nanoseconds), whatever the
@@ -523,6 +567,8 @@ int sched_write_json(const struct sched *s, FILE *out)
                          SCHED_TASK_SEQ(x->task));
                 json_object_object_add(o, "task", json_object_new_string(task));
             }
+            if (x->kind < SK_SLEEP && x->fn != 0)
+                json_object_object_add(o, "fn", json_object_new_string(sc_fn(s, x->fn)));
             ok = put_line(out, o);
         }
         for (size_t k = 0; k < t->nm && ok; k++) {
@@ -597,6 +643,11 @@ void sched_free(struct sched *s)
     free(s->thr);
     s->thr = NULL;
     s->nthr = 0;
+    for (size_t i = 0; i < s->nfn; i++)
+        free(s->fn[i]);
+    free(s->fn);
+    s->fn = NULL;
+    s->nfn = s->fncap = 0;
 }
 
 /* ---- the summary ---- */
@@ -704,4 +755,103 @@ void sched_summary(const struct sched *s, FILE *out)
     fprintf(out, "\nbusy: time in outermost tasks, on any fiber (a parked task counts, once); "
                  "wait ms: the longest\nwait of one get asleep; parks: gets that parked their "
                  "fiber; resumes: switches to a fiber\n");
+}
+
+/* ---- the profile by function ---- */
+
+struct prof {
+    uint64_t tasks;
+    double total, self;
+    uint32_t fn;
+    uint32_t open; /* slices of it open on the fiber being walked */
+};
+
+/* Most self time first; then most total; then by name. */
+static const struct sched *prof_sched;
+static int cmp_prof(const void *a, const void *b)
+{
+    const struct prof *x = a, *y = b;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return strcmp(sc_fn(prof_sched, x->fn), sc_fn(prof_sched, y->fn));
+}
+
+/* One fiber's task slices and parked spans, from slice `from` of the
+ * thread's (start order, outer first at a tie) into p, by function. A stack
+ * of the slices open: a slice's start pops those that ended by then; its
+ * time is taken from the innermost open one's self time, as is a parked
+ * span's (which lies inside the innermost task open on the fiber). */
+static void prof_fiber(const struct sched_thread *t, unsigned fiber, struct prof *p)
+{
+    size_t *stack = xrealloc(NULL, (t->n + 1) * sizeof *stack), n = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct sched_slice *x = &t->s[i];
+        if (x->fiber != fiber || (x->kind >= SK_SLEEP && x->kind != SK_PARKED))
+            continue;
+        while (n > 0 && t->s[stack[n - 1]].t1 <= x->t0 &&
+               !(t->s[stack[n - 1]].t1 == x->t0 && x->depth > t->s[stack[n - 1]].depth))
+            p[t->s[stack[--n]].fn].open--;
+        double d = x->t1 - x->t0;
+        if (n > 0)
+            p[t->s[stack[n - 1]].fn].self -= d;
+        if (x->kind == SK_PARKED)
+            continue;
+        struct prof *q = &p[x->fn];
+        q->tasks++;
+        q->self += d;
+        if (q->open++ == 0)
+            q->total += d;
+        stack[n++] = i;
+    }
+    while (n > 0)
+        p[t->s[stack[--n]].fn].open--;
+    free(stack);
+}
+
+void sched_profile(const struct sched *s, FILE *out)
+{
+    double span = s->have_time ? s->t_end - s->t_begin : 0;
+    size_t nthreads = 0;
+    struct prof *p = xrealloc(NULL, (s->nfn + 1) * sizeof *p);
+    memset(p, 0, (s->nfn + 1) * sizeof *p);
+    for (size_t f = 0; f <= s->nfn; f++)
+        p[f].fn = (uint32_t)f;
+    for (size_t i = 0; i < s->nthr; i++) {
+        const struct sched_thread *t = &s->thr[i];
+        if (!t->seen)
+            continue;
+        nthreads++;
+        for (unsigned fiber = 0; fiber <= SCHED_MAX_FIBER; fiber++)
+            prof_fiber(t, fiber, p);
+    }
+    prof_sched = s;
+    qsort(p, s->nfn + 1, sizeof *p, cmp_prof);
+    double whole = span * (double)nthreads;
+    fprintf(out, "trace: %s, %zu thread%s, span %.3f ms\n\n", s->name, nthreads,
+            nthreads == 1 ? "" : "s", span / 1000);
+    fprintf(out, "%-32s %8s %10s %10s %6s\n", "function", "tasks", "total ms", "self ms", "self%");
+    struct prof all = {0, 0, 0, 0, 0};
+    for (size_t f = 0; f <= s->nfn; f++) {
+        if (p[f].tasks == 0)
+            continue;
+        fprintf(out, "%-32s %8" PRIu64 " %10.3f %10.3f", sc_fn(s, p[f].fn), p[f].tasks,
+                p[f].total / 1000, p[f].self / 1000);
+        if (whole > 0)
+            fprintf(out, " %6.1f\n", 100 * p[f].self / whole);
+        else
+            fprintf(out, " %6s\n", "-");
+        all.tasks += p[f].tasks;
+        all.self += p[f].self;
+    }
+    fprintf(out, "%-32s %8" PRIu64 " %10s %10.3f", "all", all.tasks, "", all.self / 1000);
+    if (whole > 0)
+        fprintf(out, " %6.1f\n", 100 * all.self / whole);
+    else
+        fprintf(out, " %6s\n", "-");
+    fprintf(out, "\ntotal: wall time in the function's tasks (a nested call of the same function "
+                 "counted once);\nself: less the tasks they ran nested and the time their fiber "
+                 "was parked (sleeps count);\nself%%: of the span times the threads\n");
+    free(p);
 }

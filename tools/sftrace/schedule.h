@@ -65,6 +65,8 @@ struct sched_slice {
                      * sched_task(); 0 for SK_IDLE, SK_PARKED */
     uint32_t depth; /* task slices open below it on its fiber (SK_PARKED:
                      * task slices open on the parked fiber) */
+    uint32_t fn;    /* a task slice's function: 1 + its index in sched.fn;
+                     * 0: none known (a text trace, an older Chrome one) */
     uint8_t kind;   /* enum sched_kind */
     uint8_t fiber;  /* 0 to SCHED_MAX_FIBER: the fiber it is on */
 };
@@ -101,7 +103,13 @@ struct sched {
     int have_time;
     uint64_t threads_cfg;     /* Init's threads= (0: no Init) */
     const char *name;         /* the trace's file name, for titles */
+    char **fn;                /* the task functions named, each once */
+    size_t nfn, fncap;
 };
+
+/* The number of function `name` in s (1 and up: sched_slice.fn), added if
+ * it is new. */
+uint32_t sched_fn(struct sched *s, const char *name);
 
 /* The thread with id `tid`, made on first use (name "thread N"). */
 struct sched_thread *sched_thread(struct sched *s, size_t tid);
@@ -134,6 +142,9 @@ void sched_b_event(struct sched_build *b, size_t tid, double t);
  * not drawn (its end still pairs with it). */
 void sched_b_begin(struct sched_build *b, size_t tid, unsigned fiber, double t, int kind,
                    uint64_t task);
+/* sched_b_begin of a task slice of function fn (sched_fn; 0: unknown). */
+void sched_b_begin_fn(struct sched_build *b, size_t tid, unsigned fiber, double t, int kind,
+                      uint64_t task, uint32_t fn);
 /* Ends the fiber's innermost open slice if it is `what`; -1 if not (or none
  * is open): nothing ends. */
 int sched_b_end(struct sched_build *b, size_t tid, unsigned fiber, double t, int what);
@@ -164,13 +175,25 @@ void sched_free(struct sched *s);
 void sched_summary(const struct sched *s, FILE *out);
 
 /*
+ * The profile by function: per task function, its tasks, total time (the
+ * wall time of its slices, a slice nested on its fiber in one of the same
+ * function counted once, inside the outer), self time (its slices' time
+ * less the task slices nested in them and the time their fiber was parked:
+ * time the thread spent on that function, its gets' sleeps included) and
+ * self time's share of the span times the threads; by self time, most
+ * first. Tasks of no known function are "(unnamed)".
+ */
+void sched_profile(const struct sched *s, FILE *out);
+
+/*
  * Writes the model as JSON Lines, each line one object written by json-c:
  *   {"schedule": name, "threads_cfg": N, "t_begin": us, "t_end": us}
  * then per thread seen, in id order,
  *   {"thread": id, "name": "worker 1", "tasks": N, "busy": us}
  * then its slices in start order,
  *   {"thread": id, "kind": "pool", "t0": us, "t1": us, "depth": D, "fiber": F,
- *    "task": "T.N"}   ("task" on task and sleep slices only)
+ *    "task": "T.N", "fn": "name"}   ("task" on task and sleep slices only,
+ *    "fn" on task slices of a known function)
  * then its marks in its order,
  *   {"thread": id, "mark": "park" or "resume", "t": us, "fiber": F}
  * Times are microseconds with three decimals. Returns 0, or -1 on a write

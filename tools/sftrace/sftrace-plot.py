@@ -9,8 +9,12 @@ with matplotlib (SF_PYTHON) into the first line.
 
 Layout: a row per thread, time left to right in ms since the runtime started.
 In a row, one band per nesting depth (depth 0 on top; deeper tasks from
-MAX_BANDS - 1 on share the last band), each task coloured by its kind, deeper
-bands a little lighter; under them a thin band for sleeps and idle spells.
+MAX_BANDS - 1 on share the last band), each task coloured by its function
+(the MAX_FUNCTIONS functions with the most time in tasks each a colour of
+their own, the rest grey as "other") over a strip coloured by its kind; a
+task of no known function (a text trace) is coloured by its kind alone.
+Deeper bands are a little lighter; under them a thin band for sleeps and
+idle spells.
 A thread that switched fibers (docs/waiting.md) gets a lane per fiber: its
 own stack, fiber 0, on top, then fibers 1, 2, ..., from MAX_LANES - 1 on
 sharing the last lane. Each lane has its own bands, since tasks nest per
@@ -37,6 +41,13 @@ except ImportError:
              % sys.executable)
 
 MAX_BANDS = 8  # per lane
+MAX_FUNCTIONS = 10  # functions with a colour of their own; the rest "other"
+# The functions' colours: tab20b's, which no kind uses, darker ones first.
+FN_COLOURS = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
+              "#6b6ecf", "#b5cf6b", "#e7ba52", "#d6616b", "#ce6dbd"]
+OTHER = "#c7c7c7"
+# A task's bar: its function's colour above, its kind's strip below.
+FN_PART, KIND_PART = 0.58, 0.27
 MAX_LANES = 4  # fibers 0, 1, 2, and 3 and up sharing the last
 # Heights in row units: a band, a lane's marker strip, the sleep band, and
 # the padding of a row.
@@ -119,26 +130,46 @@ def lay_out(t, row_y):
             "h": y + 0.15 + SLEEP + PAD / 2 - row_y}
 
 
-def draw_row(ax, t, L):
+def function_colours(threads):
+    """The colour of each function named: the MAX_FUNCTIONS with the most
+    time in their task slices (ties by name) their own, the others OTHER;
+    and that ranking."""
+    time = {}
+    for t in threads:
+        for s in t["slices"]:
+            if s["kind"] in TASK_KINDS and "fn" in s:
+                time[s["fn"]] = time.get(s["fn"], 0.0) + s["t1"] - s["t0"]
+    ranked = sorted(time, key=lambda f: (-time[f], f))
+    colours = {f: FN_COLOURS[i] if i < MAX_FUNCTIONS else OTHER for i, f in enumerate(ranked)}
+    return colours, ranked
+
+
+def draw_row(ax, t, L, fn_colour):
     """The slices and marks of thread t, laid out by L."""
-    runs = {}  # (y, height, kind, alpha) -> [(x, width)], one collection each
+    runs = {}  # (y, height, colour, alpha) -> [(x, width)], one collection each
     parked = []
     for s in t["slices"]:
         x, w = s["t0"] / 1000, (s["t1"] - s["t0"]) / 1000
         bands = L["bands"][lane_of(s["fiber"])]
         if s["kind"] == "parked":
             if s["depth"] > 0:
-                y1 = bands[min(s["depth"], len(bands)) - 1] + BAND * 0.85
+                y1 = bands[min(s["depth"], len(bands)) - 1] + BAND * (FN_PART + KIND_PART)
                 parked.append(((x, w), bands[0], y1 - bands[0]))
             continue
         if s["kind"] in TASK_KINDS:
             b = min(s["depth"], len(bands) - 1)
-            key = (bands[b], BAND * 0.85, s["kind"], 1 - 0.07 * b)
+            alpha = 1 - 0.07 * b
+            if "fn" in s:
+                runs.setdefault((bands[b], BAND * FN_PART, fn_colour[s["fn"]], alpha),
+                                []).append((x, w))
+                key = (bands[b] + BAND * FN_PART, BAND * KIND_PART, COLOUR[s["kind"]], alpha)
+            else:
+                key = (bands[b], BAND * (FN_PART + KIND_PART), COLOUR[s["kind"]], alpha)
         else:
-            key = (L["sleep"], SLEEP, s["kind"], 1.0)
+            key = (L["sleep"], SLEEP, COLOUR[s["kind"]], 1.0)
         runs.setdefault(key, []).append((x, w))
-    for (y, h, kind, alpha), xs in runs.items():
-        ax.broken_barh(xs, (y, h), facecolor=COLOUR[kind], alpha=alpha, linewidth=0, zorder=2)
+    for (y, h, colour, alpha), xs in runs.items():
+        ax.broken_barh(xs, (y, h), facecolor=colour, alpha=alpha, linewidth=0, zorder=2)
     for xw, y, h in parked:
         ax.broken_barh([xw], (y, h), facecolor="none", edgecolor="white", hatch="////",
                        linewidth=0, zorder=3)
@@ -150,13 +181,22 @@ def draw_row(ax, t, L):
 
 
 def draw(head, threads):
+    fn_colour, ranked = function_colours(threads)
+    fn_handles = [Patch(facecolor=fn_colour[f], label=f) for f in ranked[:MAX_FUNCTIONS]]
+    if len(ranked) > MAX_FUNCTIONS:
+        fn_handles.append(Patch(facecolor=OTHER, label="other (%d functions)"
+                                % (len(ranked) - MAX_FUNCTIONS)))
     rows, y = [], 0.0
     for t in threads:
         L = lay_out(t, y)
         rows.append((t, y, L))
         y += L["h"]
     height_units = max(y, 1.0)
-    top_in, foot_in, width_in = 0.85, 1.5, 13.0
+    ncol = 3
+    fn_rows = (len(fn_handles) + ncol - 1) // ncol
+    top_in, width_in = 0.85, 13.0
+    # Under the axis: the kinds' legend (four rows), then the functions'.
+    foot_in = 1.5 + (0.35 + 0.19 * fn_rows if fn_handles else 0)
     fig_h = top_in + height_units * INCH_PER_UNIT + foot_in
     fig = plt.figure(figsize=(width_in, fig_h))
     left, right = 0.125, 0.985
@@ -193,7 +233,7 @@ def draw(head, threads):
                         transform=label, ha="right", va="top", fontsize=6.5, color="#777777")
                 if lane > 0:
                     ax.axhline(strip, color="#d0d0d0", linewidth=0.6, zorder=1)
-        draw_row(ax, t, L)
+        draw_row(ax, t, L, fn_colour)
         for s in t["slices"]:
             counts[s["kind"]] = counts.get(s["kind"], 0) + 1
         parks += sum(1 for m in t["marks"] if m["mark"] == "park")
@@ -208,14 +248,21 @@ def draw(head, threads):
                 ", ".join("%d %s" % (counts[k], k) for k in TASK_KINDS),
                 counts["asleep"], parks, span), fontsize=9.5, color="#333333", va="center")
 
-    handles = [Patch(facecolor=colour, label=meaning) for _, colour, meaning in KINDS]
+    kind_of = "the strip under a task: " if fn_handles else ""
+    handles = [Patch(facecolor=colour, label=(kind_of if i == 0 else "") + meaning)
+               for i, (_, colour, meaning) in enumerate(KINDS)]
     handles.append(Patch(facecolor=COLOUR["inline"], edgecolor="white", hatch="////",
                          linewidth=0, label="parked: tasks of a fiber its get parked (hatched)"))
     handles += [Line2D([], [], linestyle="none", marker=marker, color=colour, markersize=6,
                        markeredgewidth=0, label=meaning)
                 for marker, colour, meaning in MARKS.values()]
     fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, 0.1 / fig_h),
-               ncol=3, frameon=False, fontsize=8.5, handlelength=1.4, columnspacing=2.5)
+               ncol=ncol, frameon=False, fontsize=8.5, handlelength=1.4, columnspacing=2.5)
+    if fn_handles:
+        fig.legend(handles=fn_handles, loc="lower left", ncol=ncol, frameon=False,
+                   bbox_to_anchor=(0.005, 1.05 / fig_h), fontsize=8.5, handlelength=1.4,
+                   columnspacing=2.5, title="task functions, by time in their tasks",
+                   title_fontsize=8.5, alignment="left")
     fig.text(0.01, 0.02 / fig_h,
              "nesting: a nested task is drawn one band lower (depths from %d on share the "
              "last); fibers: a lane per fiber of a thread that parked (0: its own stack; "

@@ -14,14 +14,16 @@
  *   --schedule  per thread, tasks by kind, busy share, sleeps, the longest
  *               wait, idle time, parks and resumes (schedule.c; the default
  *               for a JSON trace);
+ *   --profile   per task function: tasks, total and self time, self share
+ *               (schedule.c; functions are named in a Chrome trace only);
  *   --json FILE the schedule model (schedule.h) as JSON Lines;
  *   --png, --svg, --pdf FILE  the schedule as a picture, drawn from those
  *               lines by tools/sftrace/sftrace-plot.py with matplotlib.
  *
  * It also reads the Chrome JSON trace of SF_TRACE=chrome (an input whose
  * first non-space character is '['): schedule.c turns it into the same
- * schedule model that the text trace gives, for --schedule, --json and
- * the pictures; the other outputs and --check read the text format only.
+ * schedule model that the text trace gives, for --schedule, --profile,
+ * --json and the pictures; the other outputs and --check read the text format only.
  *
  * It also cross-checks the events against each other (every task queued once
  * and run at most once, FStart/FDone nested per thread, a Take followed by
@@ -1445,8 +1447,9 @@ static char *plot_path(const char *argv0)
     return p;
 }
 
-/* --json, the pictures, then --schedule (given, or the default of a JSON
- * trace when nothing else is asked for). Returns the exit status. */
+/* --json, the pictures, then --schedule (summary 1: given, or the default
+ * of a JSON trace when nothing else is asked for) or --profile (summary 2).
+ * Returns the exit status. */
 static int schedule_outputs(struct sched *sc, const char *json,
                             const char *const pics[SCHED_FORMATS], const char *argv0,
                             int summary)
@@ -1475,7 +1478,9 @@ static int schedule_outputs(struct sched *sc, const char *json,
                 return 1;
             break;
         }
-    if (summary)
+    if (summary == 2)
+        sched_profile(sc, stdout);
+    else if (summary)
         sched_summary(sc, stdout);
     return 0;
 }
@@ -1483,13 +1488,15 @@ static int schedule_outputs(struct sched *sc, const char *json,
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [--summary | --sorted | --untimed | --counts | --schedule]\n"
+            "usage: %s [--summary | --sorted | --untimed | --counts | --schedule |\n"
+            "       --profile]\n"
             "       [--json OUT] [--png OUT] [--svg OUT] [--pdf OUT] [--check] [FILE]\n"
             "       %s --events\n"
             "Reads a libsf trace (docs/trace-format.md) from FILE, or stdin if FILE\n"
             "is absent or -, checks every line and sorts the lines by Time. A Chrome\n"
             "JSON trace (SF_TRACE=chrome; its first non-space character is '[') is\n"
-            "read too, for --schedule (its default), --json and the pictures.\n"
+            "read too, for --schedule (its default), --profile, --json and the\n"
+            "pictures.\n"
             "\n"
             "  --summary    (the default) per-thread summary: tasks run by how, busy\n"
             "               time, steals, sleeps and time asleep, idle time, the span\n"
@@ -1503,12 +1510,15 @@ static void usage(FILE *f)
             "  --schedule   per thread: tasks run by kind, busy ms and share, sleeps,\n"
             "               time asleep, the longest wait of one get, idle time,\n"
             "               parks and resumes\n"
+            "  --profile    per task function (named in a Chrome trace): tasks, total\n"
+            "               and self time, self time's share of the span\n"
             "  --json OUT   write the schedule (task slices, sleeps, idle spells,\n"
             "               parked stretches, park and resume marks) as JSON Lines\n"
             "  --png OUT, --svg OUT, --pdf OUT\n"
             "               draw the schedule with matplotlib (sftrace-plot): a row\n"
-            "               per thread, time in ms, tasks coloured by kind, nesting\n"
-            "               in bands, a lane per fiber, parks and resumes marked\n"
+            "               per thread, time in ms, tasks coloured by function with\n"
+            "               a strip by kind, nesting in bands, a lane per fiber,\n"
+            "               parks and resumes marked\n"
             "  --events     print the table of events and hows as Markdown (the\n"
             "               one in docs/trace-format.md) and exit; reads no trace\n"
             "  --help       this text\n"
@@ -1520,7 +1530,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_SCHEDULE } mode = M_SUMMARY;
+    enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_SCHEDULE, M_PROFILE } mode = M_SUMMARY;
     int mode_set = 0, check = 0, nofile = 1;
     const char *path = NULL, *json = NULL, *pics[SCHED_FORMATS] = {NULL};
     static const char *const pic_opt[SCHED_FORMATS] = {
@@ -1547,6 +1557,8 @@ int main(int argc, char **argv)
             m = M_SUMMARY;
         } else if (strcmp(s, "--schedule") == 0) {
             m = M_SCHEDULE;
+        } else if (strcmp(s, "--profile") == 0) {
+            m = M_PROFILE;
         } else if (strcmp(s, "--json") == 0 || strcmp(s, "--png") == 0 ||
                    strcmp(s, "--svg") == 0 || strcmp(s, "--pdf") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0') {
@@ -1577,8 +1589,8 @@ int main(int argc, char **argv)
         }
         if (m >= 0) {
             if (mode_set && (int)mode != m) {
-                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts and --schedule "
-                        "exclude each other\n", prog);
+                fprintf(stderr, "%s: --summary, --sorted, --untimed, --counts, --schedule and "
+                        "--profile exclude each other\n", prog);
                 return 2;
             }
             mode = m;
@@ -1611,16 +1623,18 @@ int main(int argc, char **argv)
     sc.name = nofile ? "<stdin>" : path;
     size_t first = strspn(in_buf, " \t\r\n"); /* in_buf ends in a NUL */
     if (first < len && in_buf[first] == '[') { /* the Chrome JSON trace */
-        if (check || (mode_set && mode != M_SUMMARY && mode != M_SCHEDULE)) {
+        if (check ||
+            (mode_set && mode != M_SUMMARY && mode != M_SCHEDULE && mode != M_PROFILE)) {
             fprintf(stderr, "%s: %s is a Chrome JSON trace: only --schedule (or --summary), "
-                    "--json and the pictures read it\n", prog, in_name);
+                    "--profile, --json and the pictures read it\n", prog, in_name);
             return 2;
         }
         if (sched_read_json(&sc, in_buf, len) != 0) {
             sched_free(&sc);
             return 1;
         }
-        int rc = schedule_outputs(&sc, json, pics, argv[0], mode_set || !model_out);
+        int rc = schedule_outputs(&sc, json, pics, argv[0],
+                                  mode == M_PROFILE ? 2 : mode_set || !model_out);
         sched_free(&sc);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "%s: write error\n", prog);
@@ -1683,12 +1697,13 @@ int main(int argc, char **argv)
     }
 
     int pic_rc = 0;
-    if (mode == M_SCHEDULE || model_out) {
+    if (mode == M_SCHEDULE || mode == M_PROFILE || model_out) {
         build_schedule(&sc);
-        pic_rc = schedule_outputs(&sc, json, pics, argv[0], mode == M_SCHEDULE);
+        pic_rc = schedule_outputs(&sc, json, pics, argv[0],
+                                  mode == M_PROFILE ? 2 : mode == M_SCHEDULE);
         sched_free(&sc);
     }
-    if (mode == M_SCHEDULE || (model_out && !mode_set))
+    if (mode == M_SCHEDULE || mode == M_PROFILE || (model_out && !mode_set))
         ; /* printed above, or the model was all that was asked */
     else if (mode == M_SORTED)
         print_sorted();

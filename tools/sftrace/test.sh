@@ -99,7 +99,7 @@ EOH
 } >"$out"
 
 # TAP: one test point per comparison; the driver counts them (Makefile.am).
-echo "1..14"
+echo "1..17"
 n=0
 # point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
 point() {
@@ -146,6 +146,12 @@ point "a JSON trace without its closing ] reads the same" "$dir/sample.json.expe
     printf '[{"ph":"i","tid":8519680,"ts":1}]' | run "fiber 65"
     run "--sorted on JSON" --sorted <"$dir/sample.json"
     run "--check on JSON" --check <"$dir/sample.json"
+    printf '[{"ph":"B","tid":0,"ts":1,"name":"f","cat":"task","args":{"task":"0.0"}}]' |
+        run "a task slice of no kind"
+    printf '[{"ph":"B","tid":0,"ts":1,"name":"f","cat":"task","args":{"task":"0.0","kind":"x"}}]' |
+        run "a named task slice of an unknown kind"
+    printf '[{"ph":"B","tid":0,"ts":1,"name":"","cat":"task","args":{"task":"0.0","kind":"pool"}}]' |
+        run "a task slice without a name"
 } >"$out"
 cat >"$want" <<'EOW'
 == trailing comma
@@ -167,13 +173,42 @@ exit 1
 sftrace: <stdin>: byte 32: an event without a one-letter ph and a tid of a thread 0 to 65535 (fiber << 17 | thread, fiber 0 to 64)
 exit 1
 == --sorted on JSON
-sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --json and the pictures read it
+sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --profile, --json and the pictures read it
 exit 2
 == --check on JSON
-sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --json and the pictures read it
+sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --profile, --json and the pictures read it
 exit 2
+== a task slice of no kind
+sftrace: <stdin>: byte 72: a task slice of an unknown kind
+exit 1
+== a named task slice of an unknown kind
+sftrace: <stdin>: byte 83: a task slice of an unknown kind
+exit 1
+== a task slice without a name
+sftrace: <stdin>: byte 85: a task slice without a name
+exit 1
 EOW
 point "bad JSON (json-c's reason) and text-only options are refused with the byte" "$want" "$out"
+
+# ---- the profile by function ----
+# Worked out by hand from the samples' slices (sample.json names them fft,
+# mix and synth; the text trace names no function). Span 125 us; the JSON
+# trace has 3 threads (375 us of thread time), the text trace 2 (250 us).
+# JSON: fft = main's 0.1 (25-60) with its nested fft 0.3 (33-50), counted
+# once in total (35), self 35-17 = 18 and 17; the worker's 1.0 (34-80):
+# total 46, self 46 less its fiber's parked 41-51 = 36: 3 tasks, total 81,
+# self 71 (18.9%). mix = the worker's 0.0 (23-90), self 67-46 = 21, and
+# main's drained 0.4 (101-120), 19: 2 tasks, total 86, self 40 (10.7%).
+# synth = the worker's fiber-1 1.1 (42-50) and thread 2's 0.5 (40-48):
+# 2 tasks, 16, 16 (4.3%). All: 7 tasks, self 127 (33.9%). The discard
+# instant at 121 changes nothing. Text: the same slices less thread 2's,
+# main's 0.1 and 0.3 on its fiber 1, all one unnamed function: 6 tasks,
+# total 35+19+67+8 = 129 (nested ones inside), self 18+17+19+21+36+8 = 119
+# (47.6%).
+"$sftrace" --profile <"$dir/sample.json" >"$out" 2>&1
+point "--profile of the JSON trace matches sample.json.profile" "$dir/sample.json.profile" "$out"
+"$sftrace" --profile <"$dir/sample.trace" >"$out" 2>&1
+point "--profile of the text trace matches sample.profile" "$dir/sample.profile" "$out"
 
 # ---- the schedule as JSON Lines, and the picture drawn from it ----
 # The model of both samples, line by line, as worked out by hand from their
@@ -235,9 +270,36 @@ svg_ok() {
         grep -q '<svg' "$pic" && tail -n 1 "$pic" | grep -qx '</svg>' || return 1
     # text stays text (svg.fonttype none): a row per thread, the legend
     for s in '>main<' '>worker 1<' '>thread 2<' '>libsf schedule: &lt;stdin&gt;<' \
-        '>parked: tasks of a fiber its get parked (hatched)<' '>resume: the thread goes on with this fiber<'; do
+        '>parked: tasks of a fiber its get parked (hatched)<' '>resume: the thread goes on with this fiber<' \
+        '>task functions, by time in their tasks<' '>fft<' '>mix<' '>synth<' \
+        '>the strip under a task: inline: a get ran its own task<'; do
         grep -q "$s" "$pic" || { echo "no $s"; return 1; }
     done
+    # coloured by function: fft (most time) gets the first colour, mix the
+    # second, synth the third; the kinds' strips keep theirs (pool, drained)
+    for c in 393b79 637939 8c6d31 f28e2b 9c755f; do
+        grep -q "fill: #$c" "$pic" || { echo "no fill #$c"; return 1; }
+    done
+}
+# Twelve functions, function N with N us in one task: the ten with the
+# most time get colours, f01 and f02 are "other".
+svg_other_ok() {
+    rm -f "$pic"
+    {
+        echo '[{"ph":"M","pid":1,"tid":0,"name":"thread_name","args":{"name":"main"}}'
+        t=0
+        for f in 01 02 03 04 05 06 07 08 09 10 11 12; do
+            printf ',{"ph":"B","pid":1,"tid":0,"ts":%d,"name":"f%s","cat":"task","args":{"task":"0.%d","kind":"inline","depth":0}}\n' $t $f $t
+            t=$((t + ${f#0}))
+            printf ',{"ph":"E","pid":1,"tid":0,"ts":%d}\n' $t
+        done
+        echo ']'
+    } | "$sftrace" --svg "$pic" >"$out" && [ ! -s "$out" ] || return 1
+    for s in '>f12<' '>f03<' '>other (2 functions)<'; do
+        grep -q "$s" "$pic" || { echo "no $s"; return 1; }
+    done
+    ! grep -q '>f02<' "$pic" || { echo "f02 has a colour of its own"; return 1; }
+    grep -q 'fill: #c7c7c7' "$pic" || { echo "no grey"; return 1; }
 }
 pdf_ok() {
     rm -f "$pic"
@@ -245,7 +307,8 @@ pdf_ok() {
 }
 for t in "png_ok sample.json:--png of the JSON trace writes a PNG and prints nothing" \
     "png_ok sample.trace:--png of the text trace writes a PNG" \
-    "svg_ok:--svg writes an SVG with a row per thread and the legend" \
+    "svg_ok:--svg writes an SVG with a row per thread and the legends, coloured by function" \
+    "svg_other_ok:--svg colours the ten functions with the most time, the rest as other" \
     "pdf_ok:--pdf writes a PDF"; do
     if [ -n "$have_mpl" ]; then
         point_ok "${t#*:}" ${t%%:*}
