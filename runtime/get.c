@@ -198,20 +198,23 @@ static void *fresh_main(void *arg)
     sf__call_begin_for_life();
     struct sf__thread *me = sf__thread_register(false, sf__pool.stack_size);
     if (me == NULL) {
-        fr->err = errno;
-        return NULL;
+        fr->err = errno != 0 ? errno : ENOMEM;
+    } else {
+        errno = 0;
+        (void)sf__get_slow(me, fr->f, fr->isolated);
+        int e = errno;
+        sf__park_drain(me); /* its fibers end with it */
+        errno = e;
+        /* The getter holds f while it waits for us, so f is not recycled:
+         * not DONE means this get failed, with errno. Acquire: pairs with
+         * the runner's release of DONE; the getter reads val after our
+         * exit. */
+        if (sf__status(atomic_load_explicit(&fr->f->state, memory_order_acquire)) != SF__DONE)
+            fr->err = errno != 0 ? errno : EINVAL;
     }
-    errno = 0;
-    (void)sf__get_slow(me, fr->f, fr->isolated);
-    int e = errno;
-    sf__park_drain(me); /* its fibers end with it */
-    errno = e;
-    /* The getter holds f while it waits for us, so f is not recycled: not
-     * DONE means this get failed, with errno. Acquire: pairs with the
-     * runner's release of DONE; the getter reads val after our exit. */
-    if (sf__status(atomic_load_explicit(&fr->f->state, memory_order_acquire)) != SF__DONE)
-        fr->err = errno != 0 ? errno : EINVAL;
-    /* Relaxed: a wake-up only; the join orders err and f for the getter. */
+    /* Over either way, a failed registration included: the getter waits for
+     * this word, not for the join (get_on_fresh_stack).
+     * Relaxed: a wake-up only; the join orders err and f for the getter. */
     atomic_store_explicit(&fr->over, 1, memory_order_relaxed);
     sf__futex_wake(&fr->over, 1);
     return NULL;
@@ -412,6 +415,11 @@ static void get_on_fiber(struct sf__thread *me, struct sf__park_job *job)
     int saved = errno;
     (void)sf__get_slow(me, job->f, job->isolated);
     errno = saved;
+    /* The parker may go on (and release f) only now: this fiber may have
+     * parked on f too, in a help that resumed another fiber. Release: the
+     * parker reads f after it (acquire, take_ready). */
+    atomic_store_explicit(&job->over->state, sf__with_status(0, SF__DONE), memory_order_release);
+    job->over = NULL;
 }
 
 /* A slow get of f, across its looks at f. */
@@ -457,8 +465,12 @@ static enum look get_deep(struct sf__thread *me, struct slow_get *w)
         /* A fiber of this thread gets f; we park until it is done, and look
          * again. */
         SF__BUMP(sf__sched(me)->c_fresh_stacks);
-        struct sf__park_job job = {
-            .run = get_on_fiber, .next = next_help, .f = w->f, .isolated = w->isolated};
+        /* We wait for the fiber's get to end, not for f: the fiber may
+         * still be parked on f when f is done (get_on_fiber). */
+        sf_future over;
+        memset(&over, 0, sizeof over); /* FREE: not DONE */
+        struct sf__park_job job = {.run = get_on_fiber, .next = next_help, .f = w->f,
+                                   .isolated = w->isolated, .over = &over};
         sf__park_run(me, w->f, fb, &job, w->region);
         return LOOK_AGAIN;
     }

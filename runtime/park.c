@@ -376,7 +376,7 @@ void sf__park_run(struct sf__thread *me, sf_future *f, struct sf__fiber *fb,
     st->stack_red_task = fb->stack.lo + fb->stack.size / 4;
     st->stack_red = sf__sched(me)->cur != NULL ? st->stack_red_task : UINTPTR_MAX;
     sf__ctx_make(&fb->ctx, &fb->stack, fiber_main, fb);
-    park(me, f, fb);
+    park_until(me, job->over != NULL ? job->over : f, f, fb);
 }
 
 bool sf__park_resume_ready(struct sf__thread *me, sf_future *f)

@@ -30,6 +30,10 @@ struct sf__park_job {
     uint64_t claimed;  /* its state as claimed (a task to run) */
     int from;          /* the queue it was claimed from (trace) */
     bool isolated;     /* a get: sf_get_isolated */
+    /* A get on the parker's behalf (get.c, Deep chains): DONE once the job
+     * has ended; the parker waits for it rather than for f, which it
+     * releases once it goes on - this fiber may be parked on f too. */
+    sf_future *over;
 };
 
 /* A thread exits, none of its fibers parked or running: frees their
