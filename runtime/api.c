@@ -351,7 +351,6 @@ SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void 
     sf__failure_set_hook(hook, ctx);
 }
 
-#define MESSAGE_MAX 1024 /* bytes kept of a failure's message, the NUL included */
 
 SF_EXPORT int sf_fail(int code, const char *fmt, ...)
 {
@@ -362,22 +361,11 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
         errno = EINVAL;
         return -1;
     }
-    char *msg = NULL;
-    bool lost = false;
-    if (fmt != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        size_t size = n < 0 ? 1 : (size_t)n + 1 > MESSAGE_MAX ? MESSAGE_MAX : (size_t)n + 1;
-        if ((msg = malloc(size)) != NULL) {
-            va_start(ap, fmt);
-            vsnprintf(msg, size, fmt, ap);
-            va_end(ap);
-        } else {
-            lost = true;
-        }
-    }
+    bool lost;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sf__failure_format(fmt, ap, &lost);
+    va_end(ap);
     int rc = sf__failure_set(me, code, msg);
     if (rc == 0 && lost)
         rc = ENOMEM;

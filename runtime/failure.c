@@ -145,3 +145,21 @@ void sf__failure_report(int code, const char *msg, void *(*fn)(void *))
             what != NULL ? what : "", what != NULL ? ", " : "code ", code,
             msg != NULL ? msg : "(no message)");
 }
+
+char *sf__failure_format(const char *fmt, va_list ap, bool *lost)
+{
+    *lost = false;
+    if (fmt == NULL)
+        return NULL;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    size_t size = n < 0 ? 1 : (size_t)n + 1 > SF__MESSAGE_MAX ? SF__MESSAGE_MAX : (size_t)n + 1;
+    char *msg = malloc(size);
+    if (msg != NULL)
+        vsnprintf(msg, size, fmt, again);
+    else
+        *lost = true;
+    va_end(again);
+    return msg;
+}

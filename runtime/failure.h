@@ -27,11 +27,24 @@
 
 #include "trace.h"
 
+#include <stdarg.h>
+
 struct sf__failure {
     sf_future *f;
     char *msg;
     struct sf__failure *next;
 };
+
+/* The bytes kept of a failure's message (sf_fail, sf_promise_fail), the NUL
+ * included. */
+#define SF__MESSAGE_MAX 1024
+
+/*
+ * A failure's message: fmt formatted with ap into a malloc'd string of at
+ * most SF__MESSAGE_MAX bytes, or NULL for fmt NULL. Without memory it
+ * returns NULL and sets *lost (the failure stands without a message).
+ */
+char *sf__failure_format(const char *fmt, va_list ap, bool *lost);
 
 /*
  * A scope's failure. The first failure stands: code goes 0 -> code once,

@@ -53,7 +53,6 @@
 
 /* A promise's tag numbers start here (above). */
 #define PROMISE_SEQ SF__PROMISE_SEQ
-#define MESSAGE_MAX 1024 /* bytes kept of a failure's message, as sf_fail */
 
 SF_EXPORT sf_future *sf_promise(void)
 {
@@ -231,22 +230,11 @@ SF_EXPORT int sf_promise_fail(sf_future *p, int code, const char *fmt, ...)
     }
     /* The message after the claim: a call that loses allocates nothing.
      * Getters wait meanwhile; a cancel returns at once (claimed). */
-    char *msg = NULL;
-    bool lost = false;
-    if (fmt != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        size_t size = n < 0 ? 1 : (size_t)n + 1 > MESSAGE_MAX ? MESSAGE_MAX : (size_t)n + 1;
-        if ((msg = malloc(size)) != NULL) {
-            va_start(ap, fmt);
-            vsnprintf(msg, size, fmt, ap);
-            va_end(ap);
-        } else {
-            lost = true;
-        }
-    }
+    bool lost;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = sf__failure_format(fmt, ap, &lost);
+    va_end(ap);
     complete(p, c, NULL, code, msg);
     if (lost) {
         errno = ENOMEM;
