@@ -127,6 +127,19 @@ static inline uint64_t bench_spin(uint64_t x, long iters)
     return x;
 }
 
+/* Sorts v[0 .. n) in increasing order: the latency programs take medians
+ * and percentiles from it. */
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static inline void bench_sort_doubles(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+}
+
 static inline double bench_now(void)
 {
     struct timespec ts;

@@ -51,12 +51,6 @@ static void *setter(void *arg)
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     int threads = 2;
@@ -108,7 +102,7 @@ int main(int argc, char **argv)
     sf_stats st;
     sf_stats_read(&st);
     long skip = rounds / 10, n = rounds - skip;
-    qsort(lat_us + skip, (size_t)n, sizeof *lat_us, cmp_double);
+    bench_sort_doubles(lat_us + skip, n);
     const double *s = lat_us + skip;
     printf("PROMISE\trounds=%ld\tmedian_us=%.3f\tp90_us=%.3f\tmin_us=%.3f\tmax_us=%.3f\t"
            "sleeps=%llu\n",

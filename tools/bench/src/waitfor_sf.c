@@ -39,15 +39,9 @@ static void *spin(void *arg)
     return arg;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, long n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    bench_sort_doubles(v, n);
     return v[n / 2];
 }
 

@@ -84,12 +84,6 @@ static void *consumer(void *arg)
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     int threads = 2;
@@ -129,7 +123,7 @@ int main(int argc, char **argv)
     pthread_join(p, NULL);
     pthread_join(c, NULL);
     long skip = rounds / 10, n = rounds - skip;
-    qsort(lat_us + skip, (size_t)n, sizeof *lat_us, cmp_double);
+    bench_sort_doubles(lat_us + skip, n);
     const double *s = lat_us + skip;
     printf("XGET\towner=%s\trounds=%ld\tmedian_us=%.3f\tp90_us=%.3f\tmin_us=%.3f\tmax_us=%.3f\n",
            owner_busy ? "busy" : "asleep", n, s[n / 2], s[n * 9 / 10], s[0], s[n - 1]);
