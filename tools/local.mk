@@ -39,6 +39,7 @@ TESTS += tools/sftrace/test.sh
 EXTRA_DIST += \
 	tools/sftrace/test.sh \
 	tools/sftrace/sample.trace \
+	tools/sftrace/cancelled.trace \
 	tools/sftrace/sample.expected \
 	tools/sftrace/sample.counts \
 	tools/sftrace/sample.json \

@@ -997,17 +997,24 @@ static void on_GET(const struct rec *r)
     const struct task *x = task_find(task_of(r), 0);
     char name[48];
     rec_task(r, name, sizeof name);
-    if (x && x->done_r != NONE && recs[x->done_r].time > r->time)
-        problem(r->line, "Get %s (already done), but %s finishes only at line %" PRIu32, name,
-                name, recs[x->done_r].line);
-    else if (x && x->done_r == NONE)
+    /* Done means finished, or discarded (cancelled: its get sees ECANCELED). */
+    uint32_t end = x == NULL ? NONE : x->done_r != NONE ? x->done_r : x->discard_r;
+    if (x && end != NONE && recs[end].time > r->time)
+        problem(r->line, "Get %s (already done), but %s %s only at line %" PRIu32, name, name,
+                end == x->done_r ? "finishes" : "is discarded", recs[end].line);
+    else if (x && end == NONE)
         problem(r->line, "Get %s (already done), but %s never finishes", name, name);
 }
 
 static void on_DISCARD(const struct rec *r)
 {
-    /* build_tasks recorded it; check_task_order keeps the task from running */
-    (void)r;
+    /* build_tasks recorded it; check_task_order keeps the task from running.
+     * A task taken or stolen and then found cancelled (a cancellation
+     * reached it: the runtime's cancel.h) is discarded instead of started:
+     * its Discard answers the Take or Steal (the step check lets it pass). */
+    struct thr *t = thr_of(r);
+    if (t->expect_r != NONE && task_of(&recs[t->expect_r]) == task_of(r))
+        t->expect_r = NONE;
 }
 
 static void on_IDLE(const struct rec *r)
@@ -1097,8 +1104,10 @@ static void before_event(const struct rec *r)
     if (t->sleep_r != NONE && r->ev != EV_WAKE)
         problem(r->line, "%s on thread %" PRIu32 " while it sleeps in a get (Sleep at line %"
                 PRIu32 ", no Wake yet)", ev, r->thread, recs[t->sleep_r].line);
-    /* a Take or Steal and the FStart of its task are one step of the thread */
-    if (t->expect_r != NONE && r->ev != EV_FSTART) {
+    /* a Take or Steal and the FStart of its task are one step of the thread;
+     * or its Discard, when a cancellation reached the task (on_DISCARD) */
+    if (t->expect_r != NONE && r->ev != EV_FSTART &&
+        !(r->ev == EV_DISCARD && task_of(r) == task_of(&recs[t->expect_r]))) {
         problem(recs[t->expect_r].line, "%s %s is not followed by its FStart on thread %"
                 PRIu32, events[recs[t->expect_r].ev].name,
                 rec_task(&recs[t->expect_r], name, sizeof name), r->thread);
