@@ -29,10 +29,11 @@ RUNTIME_LABEL = {
 COLORS = {"libsf": "#d62728", "libsf-task": "#ff9896", "gomp": "#1f77b4", "llomp": "#2ca02c", "onetbb": "#7f7f7f"}
 WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "for-uneven", "for-uneven-s", "for-skew",
                   "for-skew-s", "nqueens", "meh-chain", "meh-tree", "uts-t1", "uts-t3", "cilksort",
-                  "matmul", "knapsack", "pipe", "latency"]
+                  "matmul", "knapsack", "pipe", "latency", "reduce-sum", "reduce-hist"]
 # Parallel loops: the same loop, each runtime's loop construct; the -s rows
 # use the other flavour (see tools/bench/README.md). Ideal = sequential/threads.
-LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s")
+LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s", "reduce-sum",
+                  "reduce-hist")
 # Speculative work: the tasks a run makes depend on its schedule (knapsack's
 # pruning depends on when the best value is found), so task counts may differ
 # between runs and runtimes; tasks and ns/task are those of the median run.
