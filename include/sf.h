@@ -154,7 +154,7 @@ SF_EXPORT void sf_release(sf_future *f);
  * is not an sf_future: sf_release(), sf_cancel() and the other sf_future
  * functions do not take it (docs/caller-storage.md). */
 typedef struct sf_task {
-    void *sf_opaque_[4]; /* 32 bytes, pointer-aligned; never touch */
+    void *sf_opaque_[8]; /* 64 bytes, pointer-aligned; never touch */
 } sf_task;
 
 /* Queues fn(arg) in t, like sf_do() (it starts the runtime if needed). t must
@@ -282,15 +282,21 @@ SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void 
                                void *ctx);
 
 /* Cancels f's task. One not started never runs: f is done, its getters see
- * ECANCELED. A running one is asked to stop: sf_cancelled() returns 1 in it,
- * and if it asked, its getters see ECANCELED; one that never asked keeps its
- * result. The caller still releases f.
+ * ECANCELED. A running one is asked to stop, and so, while it runs, is every
+ * task it made, transitively (sf_do, sf_task_do; not a batch's tasks) and
+ * every body of its loops on every thread: sf_cancelled() returns 1 in them,
+ * those not started never run (their getters see ECANCELED), its loops stop
+ * (ECANCELED). A task that asked ends cancelled (its getters see ECANCELED);
+ * one that never asked keeps its result. The caller still releases f
+ * (docs/failures.md, Cancellation).
  * Returns 0 if cancelled or asked to stop, 1 if already done, or -1 with errno
  * EINVAL (f is NULL or released). */
 SF_EXPORT int sf_cancel(sf_future *f);
 
-/* Inside a task: 1 if someone called sf_cancel() on it (it should stop early;
- * its getters will see ECANCELED), else 0. Outside a task: 0. */
+/* Inside a task: 1 if it or a task above it (its maker, transitively) was
+ * cancelled and still runs, else 0. It should stop early: it then ends
+ * cancelled (its getters see ECANCELED). In a loop's body, 1 stops the loop
+ * instead (it returns -1/ECANCELED). Outside a task: 0. */
 SF_EXPORT int sf_cancelled(void);
 
 /* Promises: futures with no task, completed by sf_promise_set() or

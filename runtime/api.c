@@ -43,10 +43,16 @@ static inline void check_live(const sf_future *f, uint64_t s, const char *fn)
 #endif
 }
 
-/* Fills f with fn(arg) for `me` (the push publishes it). */
+/* Fills f with fn(arg) for `me`, made under the task `cur` (NULL: none;
+ * the push publishes it). */
 static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
-                                                        void *(*fn)(void *), void *arg)
+                                                        sf_future *cur, void *(*fn)(void *),
+                                                        void *arg)
 {
+    /* Its lineage (cancel.h): what cur's tasks take. Release, up_tag first:
+     * the walk of cancel.h, "Walking a link". */
+    __atomic_store_n(&f->up_tag, cur != NULL ? cur->kids_up_tag : 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->up, cur != NULL ? cur->kids_up : NULL, __ATOMIC_RELEASE);
     f->u.fn = fn;
     /* Atomic (relaxed, a plain store): a getter following a chain of waits
      * may read a stale future's val at any time (get.c, Deadlock). The push
@@ -77,7 +83,7 @@ static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *a
         errno = ENOMEM;
         return NULL;
     }
-    fill(me, f, fn, arg);
+    fill(me, f, sf__sched(me)->cur, fn, arg);
     /* Before the push: once pushed, the task may be taken at once, and its
      * Take or Steal must not come before its Do. Its tag is the push
      * counter's next value, which only this thread moves. */
@@ -101,12 +107,13 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
     /* The fork-join fast path calls nothing, so it saves no registers:
      * anything unusual goes to do_slow, which starts over. */
     struct sf__thread *me = sf__thread_self();
+    struct sf__pending_place at;
     if (SF__UNLIKELY(fn == NULL || me == NULL || sf__trace_on || me->free.head == NULL ||
-                     !sf__pending_has_room(&me->q)))
+                     !sf__pending_room(&me->q, &at) || sf__sched(me)->cur == NULL))
         return do_slow(fn, arg);
-    sf_future *f = sf__future_alloc(&me->free);
-    fill(me, f, fn, arg);
-    sf__pending_put(&me->q, f, f, false);
+    sf_future *f = sf__future_alloc_nonempty(&me->free);
+    fill(me, f, sf__sched(me)->cur, fn, arg);
+    sf__pending_put_at(&me->q, f, f, false, at);
     return f;
 }
 
@@ -379,12 +386,26 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
 SF_EXPORT int sf_cancelled(void)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me == NULL || sf__sched(me)->cur == NULL)
+    sf_future *cur = me != NULL ? sf__sched(me)->cur : NULL;
+    if (cur == NULL)
         return 0;
-    /* Relaxed: a request, seen sooner or later; nothing is read through it. */
-    uint64_t s = atomic_load_explicit(&sf__sched(me)->cur->state, memory_order_relaxed);
-    if (!(s & SF__CANCEL))
+    /* The task's own flag, else - only while some task is asked to cancel
+     * - the tasks above it (cancel.h, Lineage). Acquire: a task that hears
+     * of its cancellation has its later starts checked (sf_cancel's release
+     * of CANCEL). Relaxed, the count: a hint, set before any CANCEL. */
+    uint64_t s = atomic_load_explicit(&cur->state, memory_order_acquire);
+    if (!(s & SF__CANCEL) &&
+        (atomic_load_explicit(&sf__cancel_asked, memory_order_relaxed) == 0 ||
+         !sf__cancel_reaches_task(cur)))
         return 0;
+    /* In a loop's body the loop was told: it stops and returns ECANCELED
+     * (parfor.c, Cancellation); the task running it ends cancelled only if
+     * it asks itself. */
+    struct sf__scope *sc = sf__scope_here(me);
+    if (sc != NULL) {
+        (void)sf__scope_fail(sc, ECANCELED, NULL);
+        return 1;
+    }
     /* The task was told: it ends cancelled (unless it failed already). */
     (void)sf__failure_set_task(me, ECANCELED, NULL, true);
     return 1;
@@ -400,6 +421,7 @@ SF_EXPORT int sf_cancel(sf_future *f)
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
     check_live(f, s, "sf_cancel");
     struct sf__thread *me = NULL;
+    bool asked = false;
     for (;;) {
         switch (sf__status(s)) {
         case SF__DONE:
@@ -437,11 +459,21 @@ SF_EXPORT int sf_cancel(sf_future *f)
             }
             if (s & SF__CANCEL)
                 return 0;
-            /* Acquire, both ways: a failed CAS rereads the state, which may
-             * be a DONE whose result the caller then reads; the request
-             * itself orders nothing (the task polls it, sf_cancelled). */
+            /* Recording it needs the registry (cancel.h): from outside any
+             * call, begun and started over (registry.h, Calls in flight). */
+            SF__OUTERMOST("sf_cancel", int, sf_cancel(f));
+            /* Its whole tree hears of it (cancel.h): recorded, and every
+             * thread told to check its starts, before the flag is set. */
+            if (!asked) {
+                sf__cancel_ask(f, s);
+                asked = true;
+            }
+            /* Release: whoever reads CANCEL (acquire: sf_cancelled, the
+             * lineage walk) sees the check bits set above, so its later
+             * starts are checked. Acquire: a failed CAS rereads the state,
+             * which may be a DONE whose result the caller then reads. */
             if (atomic_compare_exchange_weak_explicit(&f->state, &s, s | SF__CANCEL,
-                                                      memory_order_acquire,
+                                                      memory_order_acq_rel,
                                                       memory_order_acquire))
                 return 0;
             break;

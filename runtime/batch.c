@@ -186,6 +186,12 @@ int sf__batch_push(struct sf__thread *me, struct sf_batch *b, sf_future *f, uint
                    (uint64_t)b->slot << SF__BATCH_COUNT_BITS | (b->adds++ & COUNT_MASK);
     uint64_t tagged = seq << SF__TAG_SHIFT | SF__PENDING;
     SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), tagged);
+    /* A batch task belongs to its batch, not to the task that added it: no
+     * cancellation above it reaches it (cancel.h). Release, up_tag first,
+     * as every push writes them; the tasks it makes take its incarnation. */
+    __atomic_store_n(&f->up_tag, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->up, NULL, __ATOMIC_RELEASE);
+    f->kids_up_tag = tagged;
     /* Release: a getter that claims f through its handle, without this
      * lock, reads fn and val written before. */
     atomic_store_explicit(&f->state, tagged, memory_order_release);

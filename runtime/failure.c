@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* The first failure of scope s stands; a later one is dropped. */
-static int scope_fail(struct sf__scope *s, int code, char *msg)
+int sf__scope_fail(struct sf__scope *s, int code, char *msg)
 {
     int none = 0;
     /* Relaxed: the CAS only has to pick one winner among the bodies (the
@@ -35,7 +35,7 @@ int sf__failure_set(struct sf__thread *me, int code, char *msg)
 {
     struct sf__scope *s = sf__scope_here(me);
     if (s != NULL)
-        return scope_fail(s, code, msg);
+        return sf__scope_fail(s, code, msg);
     if (sf__sched(me)->cur == NULL) {
         free(msg);
         return EINVAL;

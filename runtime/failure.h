@@ -111,6 +111,10 @@ static inline bool sf__scope_stopped(const struct sf__scope *s)
  * no task: msg is freed).
  */
 int sf__failure_set(struct sf__thread *me, int code, char *msg);
+/* Fails scope s with code and msg (malloc'd, owned from now on; NULL for
+ * none) as a body's sf_fail() would: 0, or EALREADY (it failed already:
+ * msg is freed). */
+int sf__scope_fail(struct sf__scope *s, int code, char *msg);
 /*
  * The task me->cur alone, whatever scope is here: marks it failed with code
  * and msg, as sf__failure_set. SEEN too when `seen` (a cancellation the task

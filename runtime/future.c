@@ -1,7 +1,7 @@
 /*
  * future.c - layer 1: the memory of futures.
  *
- * Futures are 32 bytes, carved from 64 KiB slabs, 31 to a 2 MiB arena
+ * Futures are 64 bytes, one cache line, carved from 64 KiB slabs, 31 to a 2 MiB arena
  * mapped with mmap and aligned to its size; the arena's first 64 KiB hold
  * its header (the slabs' bookkeeping), so a future's slab is found from its
  * address alone. Each thread keeps a free list (future.h); a thread that
@@ -80,7 +80,7 @@ static struct arena *resting; /* the previous runtime's (Resting arenas) */
 static struct slab *partial; /* slabs with futures in the stash */
 static struct slab *cold;    /* slabs whose futures are all free and discarded */
 
-_Static_assert(sizeof(sf_future) == 32, "a future is 32 bytes: two per cache line");
+_Static_assert(sizeof(sf_future) == 64, "a future is 64 bytes: a cache line of its own");
 
 static struct slab *slab_of(const sf_future *f)
 {
@@ -153,9 +153,12 @@ sf_future *sf__future_refill(struct sf__freelist *fl)
     sl->cold = false;
     sf__unlock(&slab_lock);
     /* Ours alone now. Its memory reads as zeros: every state FREE, every
-     * waiters count 0. */
+     * waiters count 0. Each slab future's kids_up names itself from now on
+     * (future.h, Lineage): nothing else writes it while the slab is carved,
+     * and a discarded slab is carved again here before any use. */
     sf_future *fs = (sf_future *)sl->mem;
     for (size_t i = SLAB_FUTURES; i-- > 0;) {
+        fs[i].kids_up = &fs[i];
         fs[i].u.next = fl->head;
         fl->head = &fs[i];
     }

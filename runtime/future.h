@@ -129,7 +129,33 @@ struct sf_future {
          * region once the task has failed. */
         _Atomic uint32_t fail_code;
     };
+    /* Lineage (cancel.h): the task above this one, whose cancellation
+     * reaches it. A slab future's up is the cancellable task that was
+     * running when it was made (the maker, or the maker's own up when the
+     * maker is a local future, which nobody can cancel), NULL for none (made
+     * outside any task, a batch task, a promise); up_tag is up's state word
+     * then, whose tag names that incarnation. Written by the maker before the
+     * push publishes the task, each by a release store, up_tag first, and
+     * never again while the task lives; read by any thread that walks the
+     * lineage (cancel.c), which accepts them only while this future is still
+     * the incarnation it reached. A local future keeps neither: nobody but
+     * its maker reads it (Tasks in caller storage). */
+    sf_future *up;   /* __atomic builtins: the walk of cancel.h */
+    uint64_t up_tag;
+    /* What a task made while this one runs takes as its up and up_tag: a
+     * slab future names itself (kids_up is set when its slab is carved,
+     * future.c, and stays; kids_up_tag is written at each push), a local
+     * future names its own up (written at its push). So a push copies two
+     * words without asking which kind of future is running. Read by the
+     * thread running this future, which claimed it after they were
+     * written. */
+    sf_future *kids_up;
+    uint64_t kids_up_tag;
 };
+/* task.c copies kids_up and kids_up_tag as one 16-byte block. */
+_Static_assert(offsetof(struct sf_future, kids_up_tag) ==
+                   offsetof(struct sf_future, kids_up) + sizeof(sf_future *),
+               "kids_up_tag follows kids_up");
 
 static inline uint64_t sf__status(uint64_t s) { return s & SF__STATUS_MASK; }
 static inline uint64_t sf__tag(uint64_t s) { return s >> SF__TAG_SHIFT; }
@@ -254,6 +280,18 @@ static inline sf_future *sf__future_alloc(struct sf__freelist *fl)
     sf_future *f = fl->head;
     if (SF__UNLIKELY(f == NULL) && (f = sf__future_refill(fl)) == NULL)
         return NULL;
+    fl->head = f->u.next;
+    fl->n--;
+    return f;
+}
+
+/* sf__future_alloc of a list the caller saw non-empty: no refill, so a
+ * fast path that takes it calls nothing (and saves no registers). */
+static inline sf_future *sf__future_alloc_nonempty(struct sf__freelist *fl)
+{
+    SF__OWNER_CHECK(fl, "taking a future from a free list");
+    sf_future *f = fl->head;
+    SF__ASSERT(f != NULL, "the free list is not empty");
     fl->head = f->u.next;
     fl->n--;
     return f;

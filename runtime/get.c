@@ -392,9 +392,21 @@ static void help_job(struct sf__thread *me, struct sf__park_job *job)
  * others leave finished slots. */
 static void answer_thieves(struct sf__thread *me)
 {
+    /* Relaxed: as in sf__get_submit. */
+    if (atomic_load_explicit(&me->q.want, memory_order_relaxed) != 0)
+        (void)sf__get_answer(me);
+    sf__pending_trim_top(&me->q, UINT64_MAX);
+}
+
+bool sf__get_answer(struct sf__thread *me)
+{
+    /* Relaxed, both: the bits are hints, and sf__cancel_settle orders its
+     * own accesses. */
+    if (atomic_load_explicit(&me->q.want, memory_order_relaxed) & SF__WANT_CHECK)
+        sf__cancel_settle(&me->q);
     if (sf__pending_poll(&me->q))
         sf__pool_notify();
-    sf__pending_trim_top(&me->q, UINT64_MAX);
+    return (atomic_load_explicit(&me->q.want, memory_order_relaxed) & SF__WANT_CHECK) != 0;
 }
 
 /* A fiber's next job, once its last is done: more help within region - with

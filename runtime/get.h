@@ -22,14 +22,19 @@ void *sf__get_failed(sf_future *f);
 uint32_t sf__region_new_closed(void);
 
 /*
- * At every get: publishes the caller's pending tasks if a thief asked, submits
- * them, publishes them too if a worker is idle, and tells idle workers.
+ * The caller's `want` (pending.h) is not 0: publishes its pending tasks if a
+ * thief asked (and wakes workers), and drops SF__WANT_CHECK if no
+ * cancellation is in effect any more (cancel.h). Returns true if the
+ * caller's starts must still be checked: its get leaves the fork-join fast
+ * path, whose claims are not checked.
  */
-static inline __attribute__((always_inline)) void sf__get_submit(struct sf__thread *me,
-                                                                bool traced)
+bool sf__get_answer(struct sf__thread *me);
+
+/* sf__get_submit's second half: submits the caller's pending tasks,
+ * publishes them too if a worker is idle, and tells idle workers. */
+static inline __attribute__((always_inline)) void sf__get_submit_new(struct sf__thread *me,
+                                                                    bool traced)
 {
-    if (sf__pending_poll(&me->q))
-        sf__pool_notify();
     uint64_t n = sf__pending_submit(&me->q);
     if (n != 0) {
         /* A worker is idle: publish now rather than make it ask through
@@ -40,6 +45,16 @@ static inline __attribute__((always_inline)) void sf__get_submit(struct sf__thre
             sf__trace_event(me, SF__EV_SUBMIT, n, 0);
         sf__pool_notify();
     }
+}
+
+/* At every get: answers `want` (sf__get_answer), then submits. */
+static inline __attribute__((always_inline)) void sf__get_submit(struct sf__thread *me,
+                                                                bool traced)
+{
+    /* Relaxed: a hint; a request missed now is seen at the next get. */
+    if (SF__UNLIKELY(atomic_load_explicit(&me->q.want, memory_order_relaxed) != 0))
+        (void)sf__get_answer(me);
+    sf__get_submit_new(me, traced);
 }
 
 /*
@@ -60,7 +75,14 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
     }
     if (traced)
         sf__trace_event(me, SF__EV_GSTART, s, 0);
-    sf__get_submit(me, traced);
+    /* sf__get_submit, with a way out: while a cancellation is in effect
+     * (cancel.h) the task must not start here unchecked. Relaxed: as there. */
+    if (SF__UNLIKELY(atomic_load_explicit(&me->q.want, memory_order_relaxed) != 0) &&
+        sf__get_answer(me)) {
+        sf__get_submit_new(me, traced);
+        return sf__get_slow(me, f, false);
+    }
+    sf__get_submit_new(me, traced);
     /* Near the end of the stack, sf__get_slow runs f on a fresh one. A
      * thread that runs no task fails sf__stack_room too (run.h, busy
      * time): its task is timed on the slow path, so here me->cur is a task. */
@@ -69,11 +91,11 @@ static inline __attribute__((always_inline)) void *sf__get(struct sf__thread *me
         if (SF__LIKELY(sf__pending_claim_own(&me->q, f, &s, run))) {
             sf__pending_trim(&me->q, f);
             SF__ASSERT(sf__sched(me)->cur != NULL, "the fast path runs only inside a task (run.h)");
-            uint64_t done = sf__run_body(me, f, run, SF__HOW_INLINE, traced, sf__sched(me)->cur,
-                                         SF__RUN_QUEUED);
+            struct sf__ran end = sf__run_body(me, f, run, SF__HOW_INLINE, traced,
+                                              sf__sched(me)->cur, SF__RUN_QUEUED);
             if (traced)
                 sf__trace_event(me, SF__EV_GDONE, run, 0);
-            return SF__LIKELY(!(done & SF__FAILED)) ? f->val : sf__get_failed(f);
+            return SF__LIKELY(!(end.done & SF__FAILED)) ? end.val : sf__get_failed(f);
         }
     }
     return sf__get_slow(me, f, false);

@@ -109,6 +109,7 @@ static void fork_child_reset(void)
     fork_child = true;
     sf__pool_after_fork();
     sf__batch_after_fork();
+    sf__cancel_after_fork();
     sf__trace_after_fork();
     sf__registry_after_fork();
     sf__futures_after_fork();

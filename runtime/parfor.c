@@ -70,6 +70,19 @@
  * - ordered after every body by those gets - and returns its code, with
  * its message in this thread's task_msg (sf_task_error_message).
  *
+ * Cancellation. A loop belongs to the task that runs it (docs/failures.md,
+ * Cancellation): it keeps that task's lineage (cancel.h) - the caller's
+ * own task, or for a loop in a body, the participant running that body,
+ * whose lineage goes on to the outer loop's caller - and while a
+ * cancellation is in effect every participant asks before each grain
+ * whether one reaches it (a walk up the chain; otherwise one load). The
+ * first to see one fails the scope with ECANCELED, which stops the loop as
+ * a failure does: sf_for returns -1 with errno ECANCELED. Participant tasks
+ * are sf_do tasks of the caller, so one not yet started when the
+ * cancellation comes never starts (run.c); its part is drained by the
+ * others, which stop too. sf_cancelled() in a body asks the same (api.c)
+ * and stops the loop the same way.
+ *
  * Lifetime. The loop lives on the heap with a reference per participant
  * task and one for the caller: a participant drops its own when it ends, the
  * caller drops those of tasks that never ran. A participant left running
@@ -102,6 +115,10 @@ struct loop {
     void *ctx;
     int parts;
     struct sf__scope fail; /* see Failure; read before each grain, written once */
+    /* The caller's lineage (Cancellation): what a task it made would take
+     * as its up and up_tag. Written before the participants are queued. */
+    sf_future *up;
+    uint64_t up_tag;
     _Alignas(64) _Atomic unsigned long remaining; /* indices not yet run */
     _Atomic int refs;                             /* see Lifetime */
     struct part part[];
@@ -243,14 +260,36 @@ static bool steal(struct loop *L, int self)
     }
 }
 
+/* Has the loop stopped: failed (Failure), or reached by a cancellation,
+ * which fails it with ECANCELED (Cancellation)? Asked before each grain. */
+static inline bool loop_stopped(struct loop *L)
+{
+    if (sf__scope_stopped(&L->fail))
+        return true;
+    /* Relaxed: a hint; a cancellation this misses stops the next grain. */
+    if (SF__LIKELY(atomic_load_explicit(&sf__cancel_asked, memory_order_relaxed) == 0) ||
+        !sf__cancel_reaches(L->up, L->up_tag))
+        return false;
+    (void)sf__scope_fail(&L->fail, ECANCELED, NULL);
+    return true;
+}
+
+/* The caller's lineage into L (Cancellation). */
+static void loop_link(struct sf__thread *me, struct loop *L)
+{
+    sf_future *cur = sf__sched(me)->cur;
+    L->up = cur != NULL ? cur->kids_up : NULL;
+    L->up_tag = cur != NULL ? cur->kids_up_tag : 0;
+}
+
 /* Participant k's whole work: its part, then whatever it can steal, until
- * nothing is left or a body failed the loop (Failure). */
+ * nothing is left or the loop stopped (Failure, Cancellation). */
 static void participate(struct loop *L, int k)
 {
     struct part *p = &L->part[k];
     for (;;) {
         unsigned long a, b, ran = 0;
-        while (!sf__scope_stopped(&L->fail) && take(p, L->grain, &a, &b)) {
+        while (!loop_stopped(L) && take(p, L->grain, &a, &b)) {
             run_grain(L, a, b);
             ran += b - a;
         }
@@ -258,7 +297,7 @@ static void participate(struct loop *L, int k)
             /* Relaxed: a count for the thieves' search (steal); what the
              * bodies wrote is published by the participants' futures. */
             atomic_fetch_sub_explicit(&L->remaining, ran, memory_order_relaxed);
-        if (sf__scope_stopped(&L->fail) || !steal(L, k))
+        if (loop_stopped(L) || !steal(L, k))
             return;
     }
 }
@@ -323,9 +362,10 @@ static int run_alone(struct sf__thread *me, long from, unsigned long n, unsigned
 {
     struct loop L = {.from = from, .grain = g, .body = body, .rbody = rbody, .ctx = ctx};
     sf__scope_init(&L.fail);
+    loop_link(me, &L);
     struct sf__scope_frame fr;
     sf__scope_push(me, &fr, &L.fail);
-    for (unsigned long a = 0, b; a < n && !sf__scope_stopped(&L.fail); a = b) {
+    for (unsigned long a = 0, b; a < n && !loop_stopped(&L); a = b) {
         b = n - a > g ? a + g : n;
         run_grain(&L, a, b);
     }
@@ -368,6 +408,7 @@ static int parallel_for(long from, long to, unsigned long grain, void (*body)(lo
     L->ctx = ctx;
     L->parts = parts;
     sf__scope_init(&L->fail);
+    loop_link(me, L);
     atomic_init(&L->remaining, n);
     atomic_init(&L->refs, parts); /* the caller and parts - 1 tasks */
     /* The static split, in whole grains. Written before the tasks that read

@@ -119,7 +119,9 @@ int sf__pending_init(struct sf__pending *q, int id, uint64_t first)
     atomic_init(&q->sub_seq, q->seq);
     atomic_init(&q->pub_seq, q->seq);
     atomic_init(&q->ring, r);
-    atomic_init(&q->want, 0);
+    /* CHECK until the owner's first get settles it: a cancellation made
+     * while this thread registers may have missed its queue (cancel.h). */
+    atomic_init(&q->want, SF__WANT_CHECK);
     atomic_init(&q->push_public, 0);
     sf__gate_init(&q->gate);
     SF__OWNER_SET(q);
@@ -306,8 +308,9 @@ sf_future *sf__pending_steal(struct sf__pending *q, unsigned flags, uint32_t reg
      * trims, and thieves would see nothing behind them). The owner's poll
      * trims the top and publishes. Relaxed: a request; the owner polls it
      * at its next get. */
-    if ((private_seen || i < b) && !atomic_load_explicit(&q->want, memory_order_relaxed))
-        atomic_store_explicit(&q->want, 1, memory_order_relaxed);
+    if ((private_seen || i < b) &&
+        !(atomic_load_explicit(&q->want, memory_order_relaxed) & SF__WANT_PUBLISH))
+        atomic_fetch_or_explicit(&q->want, SF__WANT_PUBLISH, memory_order_relaxed);
     return NULL;
 }
 
@@ -447,6 +450,12 @@ static bool promote(struct sf__pending *q, struct sf__ring *r, uint64_t i, sf_fu
     __atomic_store_n(&g->val, f->val, __ATOMIC_RELAXED);
     atomic_store_explicit(&g->region, atomic_load_explicit(&f->region, memory_order_relaxed),
                           memory_order_relaxed);
+    /* Its lineage: the local future's (future.h). Release, up_tag first:
+     * the walk of cancel.h. g->kids_up names g already (future.c); the
+     * tasks g makes take g's incarnation, which is f's tag. */
+    __atomic_store_n(&g->up_tag, f->kids_up_tag, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->up, f->kids_up, __ATOMIC_RELEASE);
+    g->kids_up_tag = s;
     SF__ASSERT_TRANSITION(atomic_load_explicit(&g->state, memory_order_relaxed), s);
     /* Release, as in sf__pending_push: a claimer whose CAS reads this
      * state sees fn, val and region - also one that found g through this

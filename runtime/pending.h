@@ -152,11 +152,32 @@ struct sf__pending {
 
     /* Written by other threads (rarely), read by the owner at every get
      * (want) and push (push_public). */
-    _Alignas(64) _Atomic int want; /* a thief wants the private tasks published */
+    _Alignas(64) _Atomic unsigned want; /* SF__WANT_ bits, below */
     _Atomic int push_public;       /* a getter took a private task by its handle:
                                     * every push publishes (Handed-over futures) */
     struct sf__gate gate;          /* foreign claims of private tasks */
 };
+
+/* want's bits. PUBLISH: a thief wants the private tasks published (set by
+ * thieves, cleared by the owner's publish). CHECK: starts must be checked
+ * for cancellation (cancel.h: set by sf_cancel on every queue, cleared by
+ * the owner once none is in effect). Both make the owner's next get leave
+ * the fork-join fast path, which tests the word once. */
+#define SF__WANT_PUBLISH 1u
+#define SF__WANT_CHECK 2u
+
+/* Any thread: q's owner must check its starts (cancel.h). seq_cst: the
+ * Dekker pair with sf__pending_want_settle (cancel.h). */
+static inline void sf__pending_want_check(struct sf__pending *q)
+{
+    atomic_fetch_or_explicit(&q->want, SF__WANT_CHECK, memory_order_seq_cst);
+}
+
+/* Owner: its starts need no check (cancel.h says when); seq_cst as above. */
+static inline void sf__pending_want_settle(struct sf__pending *q)
+{
+    atomic_fetch_and_explicit(&q->want, ~SF__WANT_CHECK, memory_order_seq_cst);
+}
 
 /* A slot's mark for a local future (Local futures). */
 #define SF__SLOT_LOCAL ((uintptr_t)1)
@@ -242,25 +263,47 @@ bool sf__pending_local_queued(const struct sf__pending *q, sf_future *f);
 sf_future *sf__pending_local_left(const struct sf__pending *q);
 #endif
 
-/* Owner: can one more slot be filled without growing the ring? */
+/* Where the owner's next push goes: its bottom and ring, and the ring's
+ * mask, read once by sf__pending_room for the sf__pending_put_at that
+ * follows (nothing but the owner changes them; a fast path that fills its
+ * future in between would otherwise read them all again). */
+struct sf__pending_place {
+    uint64_t b, mask;
+    struct sf__ring *r;
+};
+
+/* Owner: can one more slot be filled without growing the ring? *at is
+ * where it goes. */
+static inline __attribute__((always_inline)) bool
+sf__pending_room(const struct sf__pending *q, struct sf__pending_place *at)
+{
+    at->b = SF__OWN_LOAD(&q->bottom);
+    at->r = SF__OWN_LOAD(&q->ring);
+    at->mask = at->r->mask;
+    return at->b - SF__OWN_LOAD(&q->top) <= at->mask;
+}
+
 static inline bool sf__pending_has_room(const struct sf__pending *q)
 {
-    return SF__OWN_LOAD(&q->bottom) - SF__OWN_LOAD(&q->top) <= SF__OWN_LOAD(&q->ring)->mask;
+    struct sf__pending_place at;
+    return sf__pending_room(q, &at);
 }
 
 /*
  * Owner: queue f, whose fn and val are written, in a slot holding `slot` (f,
- * or f marked local). There is room (sf__pending_has_room).
+ * or f marked local), at `at` (sf__pending_room said there is room, and no
+ * push came since).
  */
 static inline __attribute__((always_inline)) void
-sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local)
+sf__pending_put_at(struct sf__pending *q, sf_future *f, sf_future *slot, bool local,
+                   struct sf__pending_place at)
 {
     SF__OWNER_CHECK(q, "pushing on a pending queue");
-    uint64_t b = SF__OWN_LOAD(&q->bottom);
-    struct sf__ring *r = SF__OWN_LOAD(&q->ring);
-    /* Read before the atomic stores below, which the compiler may not
-     * move them past. */
-    uint64_t i = b & r->mask;
+    SF__ASSERT(at.b == SF__OWN_LOAD(&q->bottom) && at.r == SF__OWN_LOAD(&q->ring),
+               "a push at the place sf__pending_room read");
+    uint64_t b = at.b;
+    struct sf__ring *r = at.r;
+    uint64_t i = b & at.mask;
     uint32_t *seqs = r->seq;
     uint64_t n = q->seq++;
     uint64_t tagged = (n << SF__TAG_SHIFT) | SF__PENDING;
@@ -268,6 +311,11 @@ sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local
     /* The push counter's low bits (SF__SEQ_BITS > 32), for the top's trim
      * (Stale slots). */
     seqs[i] = (uint32_t)n;
+    /* What the tasks this one makes take as their up_tag (future.h,
+     * Lineage): a slab future's own incarnation. Plain: read by its runner,
+     * which claims it through the state stored next. */
+    if (!local)
+        f->kids_up_tag = tagged;
     /* Release: whoever claims f by a CAS that reads this value (possibly
      * having found f through a stale slot, without the bottom store below)
      * must see fn and val written before it. A local future is read by
@@ -291,6 +339,15 @@ sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local
         /* Release pairs with the claimers' acquire load of pub_seq: they
          * see the task's state stored above. q->seq only grows. */
         atomic_store_explicit(&q->pub_seq, q->seq, memory_order_release);
+}
+
+/* sf__pending_put_at the owner's next place. There is room. */
+static inline __attribute__((always_inline)) void
+sf__pending_put(struct sf__pending *q, sf_future *f, sf_future *slot, bool local)
+{
+    struct sf__pending_place at;
+    (void)sf__pending_room(q, &at);
+    sf__pending_put_at(q, f, slot, local, at);
 }
 
 /* sf__pending_put, growing the ring first if needed. Returns false (f
@@ -451,8 +508,10 @@ static inline bool sf__pending_publish(struct sf__pending *q)
 {
     SF__OWNER_CHECK(q, "publishing a pending queue");
     /* Cleared first: a request made after this is not lost. Relaxed: a
-     * hint, like the thief's store. */
-    atomic_store_explicit(&q->want, 0, memory_order_relaxed);
+     * hint, like the thief's. A read-modify-write, and only when set:
+     * SF__WANT_CHECK, another thread's, shares the word. */
+    if (atomic_load_explicit(&q->want, memory_order_relaxed) & SF__WANT_PUBLISH)
+        atomic_fetch_and_explicit(&q->want, ~SF__WANT_PUBLISH, memory_order_relaxed);
     bool promoted = q->pub_idx < SF__OWN_LOAD(&q->bottom) && sf__pending_promote(q);
     if (SF__OWN_LOAD(&q->pub_seq) == q->seq)
         return promoted;
@@ -471,7 +530,7 @@ static inline bool sf__pending_publish(struct sf__pending *q)
 static inline bool sf__pending_poll(struct sf__pending *q)
 {
     /* Relaxed: a hint; a request missed now is seen at the next call. */
-    if (SF__LIKELY(!atomic_load_explicit(&q->want, memory_order_relaxed)))
+    if (SF__LIKELY(!(atomic_load_explicit(&q->want, memory_order_relaxed) & SF__WANT_PUBLISH)))
         return false;
     uint64_t top = SF__OWN_LOAD(&q->top);
     sf__pending_trim_top(q, UINT64_MAX);

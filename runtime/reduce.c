@@ -29,10 +29,11 @@
  * in the calling thread.
  *
  * Stopping. A subtree stops before its next leaf once the loop's scope has
- * failed (another leaf failed) or the running task is cancelled
- * (sf_cancelled(), which the task then ends as, as if a leaf had asked);
- * its joins are skipped, and the reduce returns -1: the failure's code, or
- * ECANCELED.
+ * failed (another leaf failed) or a cancellation reaches the task running
+ * the reduce (sf_cancelled(), which in a body stops the loop: parfor.c,
+ * Cancellation); its joins are skipped, and the reduce returns -1: the
+ * failure's code, or ECANCELED. As for sf_for, the task itself ends
+ * cancelled only if it asks sf_cancelled() itself.
  *
  * Memory. The frontier's S accumulators (one block, S * size bytes, S <= 16
  * x threads; S * size <= FRONTIER_BYTES, or S < 2 x threads: every thread

@@ -87,8 +87,8 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
     sf__sched(me)->stack_red = sf__sched(me)->stack_red_task;
     /* batch stays a variable here: one branch, off the fast path. */
     enum sf__run_kind kind = batch ? SF__RUN_BATCH : SF__RUN_QUEUED;
-    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, kind)
-                           : sf__run_body(me, f, claimed, how, false, NULL, kind);
+    uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, kind).done
+                           : sf__run_body(me, f, claimed, how, false, NULL, kind).done;
     sf__sched(me)->stack_red = UINTPTR_MAX;
     SF__ADD(sf__sched(me)->c_busy_ns, sf__now_ns() - t0);
     return done;
@@ -110,6 +110,16 @@ static __attribute__((noinline)) void run_batch_task(struct sf__thread *me, sf_f
 
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how)
 {
+    /* While a cancellation is in effect (cancel.h), a task that one reaches
+     * never starts: it completes cancelled, its getters see ECANCELED. The
+     * fork-join fast paths leave to here then (SF__WANT_CHECK). Relaxed: a
+     * cancellation this misses is heard at the task's first
+     * sf_cancelled(). */
+    if (SF__UNLIKELY(atomic_load_explicit(&sf__cancel_asked, memory_order_relaxed) != 0) &&
+        sf__cancel_reaches_task(f)) {
+        sf__run_cancelled(me, f, claimed);
+        return;
+    }
     if (SF__UNLIKELY(sf__is_batch_task(claimed)))
         run_batch_task(me, f, claimed, how);
     else if (SF__UNLIKELY(sf__trace_on))

@@ -29,6 +29,7 @@
 #include <limits.h>
 
 #include "batch.h"
+#include "cancel.h"
 
 /* The out-of-line copy, for runners off the fork-join fast path. */
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
@@ -56,8 +57,16 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
  * it, and its completion is a plain store). */
 enum sf__run_kind { SF__RUN_QUEUED, SF__RUN_BATCH, SF__RUN_LOCAL };
 
+/* What sf__run_body returns: the DONE state it stored, and the task's value
+ * (a fast path returns it without reading f->val back; a failed task's is
+ * its message). */
+struct sf__ran {
+    uint64_t done;
+    void *val;
+};
+
 /* sf__run's body; `outer` is me->cur, which the caller read. */
-static inline __attribute__((always_inline)) uint64_t
+static inline __attribute__((always_inline)) struct sf__ran
 sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
              bool traced, sf_future *outer, enum sf__run_kind kind)
 {
@@ -123,7 +132,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
         /* Relaxed: read by this thread alone; nobody sleeps on it. */
         atomic_store_explicit(&f->state, done, memory_order_relaxed);
-        return done;
+        return (struct sf__ran){done, r};
     }
     if (!batch && (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE)) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
@@ -156,7 +165,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
      * the batch reads done. */
     if (batch)
         sf__batch_finished(b);
-    return done;
+    return (struct sf__ran){done, r};
 }
 
 /*
@@ -192,7 +201,8 @@ sf__run(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how,
     if (SF__UNLIKELY(outer == NULL))
         return sf__run_outermost(me, f, claimed, how, traced, batch);
     return sf__run_body(me, f, claimed, how, traced, outer,
-                        batch ? SF__RUN_BATCH : SF__RUN_QUEUED);
+                        batch ? SF__RUN_BATCH : SF__RUN_QUEUED)
+        .done;
 }
 
 #endif /* SF_RUN_H */

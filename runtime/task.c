@@ -38,15 +38,24 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Static_assert(sizeof(sf_task) == sizeof(struct sf_future), "an sf_task holds a future");
 _Static_assert(_Alignof(sf_task) >= _Alignof(struct sf_future), "an sf_task holds a future");
 _Static_assert(_Alignof(struct sf_future) > SF__SLOT_LOCAL, "a slot's mark is a free bit");
 
-/* Writes f's task for `me` (the push comes after). */
+/* Writes f's task for `me`, made under the task `cur` (NULL: none; the
+ * push comes after). */
 static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
-                                                        void *(*fn)(void *), void *arg)
+                                                        sf_future *cur, void *(*fn)(void *),
+                                                        void *arg)
 {
+    /* Its lineage (cancel.h): nobody can cancel a local future, so the
+     * tasks it makes take what cur's take, kept in its kids_up (future.h). */
+    if (cur != NULL)
+        memcpy(&f->kids_up, &cur->kids_up, sizeof f->kids_up + sizeof f->kids_up_tag);
+    else
+        memset(&f->kids_up, 0, sizeof f->kids_up + sizeof f->kids_up_tag);
     f->u.fn = fn;
     /* Relaxed, all: f is read by this thread alone until promoted, and
      * promotion copies it on this thread. (waiters: the push's.) */
@@ -91,7 +100,7 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
         return -1;
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
-    fill(me, f, fn, arg);
+    fill(me, f, sf__sched(me)->cur, fn, arg);
     SF__BUMP(sf__sched(me)->c_created);
     if (!sf__pending_push_local(&me->q, f)) {
         atomic_store_explicit(&sf__sched(me)->c_created,
@@ -110,13 +119,14 @@ SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
     struct sf__thread *me = sf__thread_self();
     if (SF__UNLIKELY(t == NULL || fn == NULL || me == NULL || sf__trace_on))
         return do_slow(t, fn, arg);
-    if (SF__UNLIKELY(!sf__pending_has_room(&me->q)))
-        return do_slow(t, fn, arg); /* the ring must grow */
+    struct sf__pending_place at;
+    if (SF__UNLIKELY(!sf__pending_room(&me->q, &at) || sf__sched(me)->cur == NULL))
+        return do_slow(t, fn, arg); /* the ring must grow, or no task runs */
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
-    fill(me, f, fn, arg);
+    fill(me, f, sf__sched(me)->cur, fn, arg);
     SF__BUMP(sf__sched(me)->c_created);
-    sf__pending_put(&me->q, f, sf__slot_mark(f), true);
+    sf__pending_put_at(&me->q, f, sf__slot_mark(f), true, at);
     return 0;
 }
 
@@ -202,6 +212,19 @@ static inline uint64_t claim(struct sf__thread *me, sf_future *f, uint64_t s)
     return run;
 }
 
+/* get_moved for a get that logged its GStart (traced): the get of the slab
+ * future logs its own GStart and GDone (the same tag), and this get's
+ * GDone closes the first. */
+static void *get_moved_traced(struct sf__thread *me, sf_future *f, uint64_t s)
+{
+    void *r = get_moved(me, f, s, true);
+    int err = errno;
+    /* Relaxed: our own store (get_moved's). */
+    sf__trace_event(me, SF__EV_GDONE, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
+    errno = err;
+    return r;
+}
+
 /* Everything but the fork-join fast path: f's state is s, ours. */
 static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool traced)
 {
@@ -212,7 +235,7 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
         if (traced)
             sf__trace_event(me, SF__EV_GET, s, 0);
         return done(me, f, s);
-    case SF__MOVED: return get_moved(me, f, s, traced);
+    case SF__MOVED: return traced ? get_moved_traced(me, f, s) : get_moved(me, f, s, false);
     case SF__RUNNING:
         /* Ours: a fiber of this thread that helped took it and runs it
          * (wait for it), or it encloses this get (EDEADLK). */
@@ -230,7 +253,7 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
     /* Relaxed: our own store; the submit may have promoted f. */
     s = atomic_load_explicit(&f->state, memory_order_relaxed);
     if (sf__status(s) == SF__MOVED)
-        return get_moved(me, f, s, traced);
+        return traced ? get_moved_traced(me, f, s) : get_moved(me, f, s, false);
     /* A thread that runs no task runs it here whatever its stack (as
      * sf__get_slow does); near the end of a task's stack it goes to a
      * fresh one as a slab future, which another thread may read. */
@@ -245,7 +268,9 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
             errno = ENOMEM;
             return NULL;
         }
-        return get_moved(me, f, atomic_load_explicit(&f->state, memory_order_relaxed), traced);
+        /* Relaxed: our own store (the promotion's). */
+        s = atomic_load_explicit(&f->state, memory_order_relaxed);
+        return traced ? get_moved_traced(me, f, s) : get_moved(me, f, s, false);
     }
     uint64_t run = claim(me, f, s);
     sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
@@ -323,9 +348,9 @@ SF_EXPORT void *sf_task_get(sf_task *t)
     SF__ASSERT_TRANSITION(s, run);
     atomic_store_explicit(&f->state, run, memory_order_relaxed);
     sf__pending_trim_local(q, f);
-    uint64_t end =
+    struct sf__ran end =
         sf__run_body(me, f, run, SF__HOW_INLINE, false, sf__sched(me)->cur, SF__RUN_LOCAL);
-    return SF__LIKELY(!(end & SF__FAILED)) ? f->val : failed(me, f);
+    return SF__LIKELY(!(end.done & SF__FAILED)) ? end.val : failed(me, f);
 }
 
 SF_EXPORT const char *sf_task_error_message(void)

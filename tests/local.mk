@@ -18,7 +18,7 @@ sf_tests = \
 	tests/test_once tests/test_combined tests/test_failures tests/test_trace \
 	tests/test_stats tests/test_pool tests/test_fork tests/test_fiber \
 	tests/test_config tests/test_release tests/test_wait_for tests/test_promise \
-	tests/test_reduce tests/test_thread_index
+	tests/test_reduce tests/test_thread_index tests/test_cancel_tree
 check_PROGRAMS += $(sf_tests)
 TESTS += $(sf_tests)
 # Long forms of two, run by tools/soak: test_stress for SF_STRESS_SECONDS,
@@ -37,8 +37,8 @@ AM_CFLAGS += $(CHECK_CFLAGS)
 
 # Programs that differ from the default:
 
-# test_trace, test_batch, test_wait_for and test_promise check the runtime's traces with sftrace, the
-# reader of the format.
+# test_trace, test_batch, test_wait_for, test_promise, test_task and test_cancel_tree check the
+# runtime's traces with sftrace, the reader of the format.
 tests_test_trace_CPPFLAGS = $(AM_CPPFLAGS) -DSFTRACE_BIN='"$(abs_top_builddir)/tools/sftrace/sftrace$(EXEEXT)"'
 EXTRA_tests_test_trace_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 tests_test_batch_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
@@ -47,6 +47,10 @@ tests_test_wait_for_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
 EXTRA_tests_test_wait_for_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 tests_test_promise_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
 EXTRA_tests_test_promise_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
+tests_test_task_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
+EXTRA_tests_test_task_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
+tests_test_cancel_tree_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
+EXTRA_tests_test_cancel_tree_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 
 # SF_TRACE=chrome: the JSON trace, read with json-c.
 tests_test_trace_chrome_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)

@@ -850,24 +850,7 @@ START_TEST(traced)
     ck_assert_int_ge(count_lines(t, "\tpool\n"), 1);
     free(t);
 
-    char out[256];
-    tu_tmp_path(out, sizeof out, "sftrace-out");
-    posix_spawn_file_actions_t fa;
-    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
-                                                      0600), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, 1, 2), 0);
-    char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", path, NULL};
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    char *o = tu_read_file(out);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check: %s",
-                  o != NULL ? o : "(no output)");
-    free(o);
-    unlink(out);
+    tu_sftrace_check(SFTRACE_BIN, path);
     unlink(path);
 }
 END_TEST

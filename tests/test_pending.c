@@ -253,6 +253,29 @@ START_TEST(submit_counts_new_tasks)
 }
 END_TEST
 
+/* want's two bits (pending.h): a new queue asks its owner to check its
+ * starts until it settles; the thieves' request and the owner's publish
+ * leave that bit alone, and a poll answers only the request. */
+START_TEST(want_bits)
+{
+    ck_assert_uint_eq(atomic_load(&q.want), SF__WANT_CHECK);
+    ck_assert(!sf__pending_poll(&q)); /* only CHECK: nothing to publish */
+    ck_assert_uint_eq(atomic_load(&q.want), SF__WANT_CHECK);
+    push(&fs[0]);
+    ck_assert(sf__pending_publish(&q));
+    ck_assert_uint_eq(atomic_load(&q.want), SF__WANT_CHECK);
+    sf__pending_want_settle(&q);
+    ck_assert_uint_eq(atomic_load(&q.want), 0);
+    sf__pending_want_check(&q);
+    atomic_fetch_or(&q.want, SF__WANT_PUBLISH);
+    push(&fs[1]);
+    ck_assert(sf__pending_poll(&q));
+    ck_assert_uint_eq(atomic_load(&q.want), SF__WANT_CHECK);
+    sf__pending_want_settle(&q);
+    ck_assert_uint_eq(atomic_load(&q.want), 0);
+}
+END_TEST
+
 START_TEST(publish_and_poll)
 {
     ck_assert(!sf__pending_publish(&q)); /* nothing to publish */
@@ -302,7 +325,7 @@ START_TEST(steal_flags)
     push(&fs[1]);
     /* Private tasks: a plain steal fails and asks for them. */
     ck_assert_ptr_null(steal(0, &claimed));
-    ck_assert_int_eq(atomic_load(&q.want), 1);
+    ck_assert_uint_eq(atomic_load(&q.want) & SF__WANT_PUBLISH, SF__WANT_PUBLISH);
     /* Not submitted: an idle worker's scan takes nothing, even private ones. */
     ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed));
     ck_assert_uint_eq(sf__pending_submit(&q), 2);
@@ -388,7 +411,7 @@ START_TEST(local_slots_are_skipped_then_promoted)
      * through the gate it takes the slab future only, and asks. */
     ck_assert_ptr_eq(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed), &fs[0]);
     ck_assert_ptr_null(steal(SF__STEAL_SUBMITTED | SF__STEAL_PRIVATE, &claimed));
-    ck_assert_int_eq(atomic_load(&q.want), 1);
+    ck_assert_uint_eq(atomic_load(&q.want) & SF__WANT_PUBLISH, SF__WANT_PUBLISH);
     /* No free list: publishing promotes nothing, and still nothing is
      * claimable through the marks. */
     q.fl = NULL;
@@ -618,6 +641,7 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, trim_after_the_oldest);
     tcase_add_test(tc, trim_top_skips_finished_slots);
     tcase_add_test(tc, submit_counts_new_tasks);
+    tcase_add_test(tc, want_bits);
     tcase_add_test(tc, publish_and_poll);
     tcase_add_test(tc, steal_flags);
     tcase_add_test(tc, ask_public_makes_pushes_public);

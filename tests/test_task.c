@@ -494,6 +494,8 @@ START_TEST(traced)
     ck_assert_uint_eq(dos, s.created);
     ck_assert_uint_eq(dones, s.created);
     free(text);
+    /* Gets of tasks promoted to futures (a worker asked) included. */
+    tu_sftrace_check(SFTRACE_BIN, path);
     unlink(path);
 }
 END_TEST

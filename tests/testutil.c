@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 double tu_now_ms(void)
 {
@@ -143,6 +146,29 @@ size_t tu_count_prefixed(const char *s, const char *prefix)
         p = nl + 1;
     }
     return n;
+}
+
+void tu_sftrace_check(const char *bin, const char *trace)
+{
+    char out[256];
+    tu_tmp_path(out, sizeof out, "sftrace-out");
+    posix_spawn_file_actions_t fa;
+    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
+    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
+                                                      0600), 0);
+    ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, 1, 2), 0);
+    char *argv[] = {(char *)bin, (char *)"--check", (char *)trace, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ck_assert_msg(rc == 0, "cannot run %s: %s", bin, strerror(rc));
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char *o = tu_read_file(out);
+    unlink(out);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s: %s", trace,
+                  o != NULL ? o : "(no output)");
+    free(o);
 }
 
 char *tu_read_file(const char *path)
