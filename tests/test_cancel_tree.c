@@ -494,6 +494,78 @@ START_TEST(a_batch_task_belongs_to_its_batch)
 }
 END_TEST
 
+/* ---- a handed future stays in its maker's tree ---- */
+
+/*
+ * The maker T hands its queued child C to another task U, which gets it
+ * after T was cancelled (while T still runs): C never starts, U's get sees
+ * ECANCELED. C belongs to T's tree, whoever gets it; U was not cancelled.
+ */
+static _Atomic(sf_future *) handed;
+static atomic_int t_saw, u_done, handed_runs;
+static int u_rc = -1, u_asked = -1;
+
+static void *handed_child(void *arg)
+{
+    atomic_fetch_add(&handed_runs, 1);
+    return arg;
+}
+
+static void *hands_over(void *arg)
+{
+    (void)arg;
+    sf_future *c = sf_do(handed_child, (void *)1L);
+    ck_assert_ptr_nonnull(c);
+    atomic_store(&handed, c);
+    atomic_fetch_add(&started, 1);
+    double end = tu_now_ms() + (double)WAIT_MS;
+    while (!sf_cancelled() && tu_now_ms() < end)
+        tu_sleep_ms(1);
+    atomic_store(&t_saw, 1);
+    /* Runs on until U is done: a maker that returned would cut the chain. */
+    (void)tu_wait_flag(&u_done, WAIT_MS);
+    return NULL;
+}
+
+static void *gets_handed(void *arg)
+{
+    (void)arg;
+    ck_assert_msg(tu_wait_flag(&t_saw, WAIT_MS), "setup: the maker never saw its cancellation");
+    sf_future *c = atomic_load(&handed);
+    errno = 0;
+    void *r = sf_get(c);
+    u_rc = r == NULL ? errno : 0;
+    u_asked = sf_cancelled();
+    sf_release(c);
+    atomic_store(&u_done, 1);
+    return (void *)4L;
+}
+
+START_TEST(a_handed_future_stays_in_its_makers_tree)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *t = sf_do(hands_over, NULL), *u = sf_do(gets_handed, NULL);
+    ck_assert(t != NULL && u != NULL);
+    struct canceller c = {t, 1, 7};
+    pthread_t ct, tt;
+    ck_assert_int_eq(pthread_create(&ct, NULL, cancel_once_started, &c), 0);
+    ck_assert_int_eq(pthread_create(&tt, NULL, wait_here, t), 0);
+    ck_assert_ptr_eq(tu_run_on_thread(wait_here, u, 0), (void *)0L); /* U keeps its value */
+    void *trc = NULL;
+    ck_assert_int_eq(pthread_join(tt, &trc), 0);
+    ck_assert_int_eq(pthread_join(ct, NULL), 0);
+    ck_assert_int_eq(c.rc, 0);
+    ck_assert_ptr_eq(trc, (void *)(long)ECANCELED); /* T asked: it ends cancelled */
+    ck_assert_int_eq(u_rc, ECANCELED);
+    ck_assert_int_eq(u_asked, 0);
+    ck_assert_int_eq(atomic_load(&handed_runs), 0);
+    sf_release(t);
+    sf_release(u);
+    sf_shutdown();
+}
+END_TEST
+
 /* ---- a link names one incarnation ---- */
 
 /*
@@ -811,6 +883,7 @@ static Suite *cancel_tree_suite(void)
     tcase_add_loop_test(tc, queued_children_traced, 0, 2);
     tcase_add_loop_test(tc, a_grandchild_two_gets_below_sees_it, 0, 6);
     tcase_add_loop_test(tc, a_batch_task_belongs_to_its_batch, 0, 3);
+    tcase_add_loop_test(tc, a_handed_future_stays_in_its_makers_tree, 0, 3);
     tcase_add_test(tc, a_recycled_maker_does_not_reach_its_orphan);
     tcase_add_loop_test(tc, cancel_storm, 0, 6);
     suite_add_tcase(s, tc);
