@@ -57,8 +57,9 @@
     X(WAKE, "Wake", "task", "it woke up")                                                 \
     X(GDONE, "GDone", "task", "the get that logged `GStart` returns")                     \
     X(DISCARD, "Discard", "task",                                                          \
-      "the task never runs: its future was released or cancelled before it started, or "   \
-      "`sf_shutdown_timeout` discarded it past its deadline")                              \
+      "the task never runs: its future was released or cancelled before it started (by "    \
+      "`sf_cancel` of it, or of a task above it), or `sf_shutdown_timeout` discarded it "    \
+      "past its deadline")                                                                 \
     X(IDLE, "Idle", "", "a pool worker found no submitted task and sleeps")               \
     X(PARK, "Park", "task",                                                                \
       "a get waiting on task parks the fiber it runs on (its stack stays where it is); "   \
