@@ -414,6 +414,27 @@ bool sf__park_runs_here(const struct sf__thread *me, const sf_future *f)
                                (const char *)v < (const char *)(fs + SF__FIBERS)));
 }
 
+/* None of this thread's parked fibers can go on: they wait, directly or
+ * through a task in caller storage that another of them runs, for tasks
+ * running elsewhere. Sleeps until the first parked fiber with a wait that
+ * others see - one on a future, held by its parked get - is woken, or a
+ * nap passes; a fiber parked for a task in caller storage shows no wait
+ * (park_until: nobody else may read such a future), so with none but those
+ * it naps without a future. */
+static void nap_for_parked(struct sf__thread *me)
+{
+    for (struct sf__fiber *fb = sf__sched(me)->parked; fb != NULL; fb = fb->next) {
+        /* Relaxed: our own store. */
+        sf_future *w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed);
+        if (w != NULL) {
+            nap_on(w, SF__PARKED_NAP_NS);
+            return;
+        }
+    }
+    struct timespec ts = {0, 100000L};
+    nanosleep(&ts, NULL);
+}
+
 void sf__park_wait_local(struct sf__thread *me, sf_future *f)
 {
     /* Relaxed: this thread's own future; its completion is on this thread. */
@@ -423,14 +444,7 @@ void sf__park_wait_local(struct sf__thread *me, sf_future *f)
             park_until(me, f, NULL, fb);
             continue;
         }
-        /* None can go on: they wait for tasks that run elsewhere. */
-        sf_future *w = sf__sched(me)->parked != NULL ? sf__sched(me)->parked->waiting_on : NULL;
-        if (w != NULL) {
-            nap_on(w, SF__PARKED_NAP_NS);
-        } else {
-            struct timespec ts = {0, 100000L};
-            nanosleep(&ts, NULL);
-        }
+        nap_for_parked(me);
     }
 }
 
@@ -439,10 +453,8 @@ void sf__park_drain(struct sf__thread *me)
     while (sf__sched(me)->parked != NULL) {
         if (sf__park_resume_ready(me, NULL))
             continue;
-        /* None can go on: the newest waits for a task running elsewhere.
-         * Relaxed: our own store; the parked get holds its future. */
-        sf_future *w =
-            atomic_load_explicit(&sf__sched(me)->parked->waiting_on, memory_order_relaxed);
-        nap_on(w, SF__PARKED_NAP_NS);
+        /* The newest may wait for a task in caller storage, and show no
+         * future to nap on: nap_for_parked looks further. */
+        nap_for_parked(me);
     }
 }
