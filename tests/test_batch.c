@@ -8,15 +8,11 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* Busy work of about `us` microseconds (a task-length for the fairness
  * tests), without sleeping: a sleeping task would give its core away and
@@ -850,7 +846,7 @@ START_TEST(traced)
     ck_assert_int_ge(count_lines(t, "\tpool\n"), 1);
     free(t);
 
-    tu_sftrace_check(SFTRACE_BIN, path);
+    tu_sftrace_check(SFTRACE_BIN, NULL, path);
     unlink(path);
 }
 END_TEST

@@ -186,6 +186,16 @@ static void *waits_for_cancel(void *arg)
     return (void *)0L;
 }
 
+/* A task of the tree says it runs (`started`, which the canceller waits
+ * for), then waits until it is cancelled (WAIT_MS at most). */
+static void started_then_wait_for_cancel(void)
+{
+    atomic_fetch_add(&started, 1);
+    double end = tu_now_ms() + (double)WAIT_MS;
+    while (!sf_cancelled() && tu_now_ms() < end)
+        tu_sleep_ms(1);
+}
+
 static atomic_int child_runs;
 static void *counts_a_run(void *arg)
 {
@@ -216,10 +226,7 @@ static void *queues_then_gets(void *arg)
         else
             j->made += (f[k] = sf_do(counts_a_run, (void *)(long)(k + 1))) != NULL;
     }
-    atomic_fetch_add(&started, 1);
-    double end = tu_now_ms() + (double)WAIT_MS;
-    while (!sf_cancelled() && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    started_then_wait_for_cancel();
     for (int k = 0; k < KIDS; k++) {
         errno = 0;
         void *r = j->local ? sf_task_get(&t[k]) : sf_get(f[k]);
@@ -431,7 +438,7 @@ START_TEST(queued_children_traced)
         discards++;
     ck_assert_int_eq(discards, KIDS);
     free(text);
-    tu_sftrace_check(SFTRACE_BIN, path);
+    tu_sftrace_check(SFTRACE_BIN, NULL, path);
     unlink(path);
 }
 END_TEST
@@ -463,10 +470,7 @@ static void *adds_to_batch(void *arg)
     struct batch_job *j = arg;
     j->member = sf_batch_do(j->b, batch_member, NULL);
     ck_assert_ptr_nonnull(j->member);
-    atomic_fetch_add(&started, 1);
-    double end = tu_now_ms() + (double)WAIT_MS;
-    while (!sf_cancelled() && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    started_then_wait_for_cancel();
     return NULL;
 }
 
@@ -517,10 +521,7 @@ static void *hands_over(void *arg)
     sf_future *c = sf_do(handed_child, (void *)1L);
     ck_assert_ptr_nonnull(c);
     atomic_store(&handed, c);
-    atomic_fetch_add(&started, 1);
-    double end = tu_now_ms() + (double)WAIT_MS;
-    while (!sf_cancelled() && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    started_then_wait_for_cancel();
     atomic_store(&t_saw, 1);
     /* Runs on until U is done: a maker that returned would cut the chain. */
     (void)tu_wait_flag(&u_done, WAIT_MS);
@@ -615,10 +616,7 @@ static void *maker(void *arg)
 static void *recycled(void *arg)
 {
     (void)arg;
-    atomic_fetch_add(&started, 1);
-    double end = tu_now_ms() + (double)WAIT_MS;
-    while (!sf_cancelled() && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    started_then_wait_for_cancel();
     return NULL;
 }
 

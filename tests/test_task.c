@@ -495,7 +495,7 @@ START_TEST(traced)
     ck_assert_uint_eq(dones, s.created);
     free(text);
     /* Gets of tasks promoted to futures (a worker asked) included. */
-    tu_sftrace_check(SFTRACE_BIN, path);
+    tu_sftrace_check(SFTRACE_BIN, NULL, path);
     unlink(path);
 }
 END_TEST

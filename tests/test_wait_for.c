@@ -9,20 +9,15 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef SFTRACE_BIN
 #error "SFTRACE_BIN, the path of the built tools/sftrace/sftrace, comes from tests/local.mk"
 #endif
-
-extern char **environ;
 
 static int threads_of(int i) { return 1 + i % 3; }
 
@@ -562,31 +557,6 @@ END_TEST
 
 /* ---- the trace ---------------------------------------------------------- */
 
-/* Runs `sftrace --check MODE TRACE`; fails the test with its problems unless
- * it exits 0. */
-static void sftrace_check(const char *mode, const char *trace)
-{
-    char err[256];
-    tu_tmp_path(err, sizeof err, "sftrace-err");
-    posix_spawn_file_actions_t fa;
-    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
-                                                      0600), 0);
-    char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", (char *)mode, (char *)trace, NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ck_assert_msg(rc == 0, "cannot run %s: %s", SFTRACE_BIN, strerror(rc));
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    char *e = tu_read_file(err);
-    unlink(err);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s %s:\n%s",
-                  mode, trace, e != NULL ? e : "");
-    free(e);
-}
-
 /* A program whose timed waits time out (sf_wait_for, sf_wait_any) and
  * succeed, traced; mode "1" (text) or "chrome". */
 static char *traced_timeouts(const char *mode, int threads, char *path, size_t size)
@@ -623,7 +593,7 @@ START_TEST(text_trace_shows_timeouts_and_passes_check)
     for (const char *p = text; (p = strstr(p, "\tTimeout\t")) != NULL; p++)
         n++;
     ck_assert_uint_eq(n, 2);
-    sftrace_check("--counts", path);
+    tu_sftrace_check(SFTRACE_BIN, "--counts", path);
     free(text);
     unlink(path);
 }

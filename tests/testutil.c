@@ -148,7 +148,7 @@ size_t tu_count_prefixed(const char *s, const char *prefix)
     return n;
 }
 
-void tu_sftrace_check(const char *bin, const char *trace)
+void tu_sftrace_check(const char *bin, const char *option, const char *trace)
 {
     char out[256];
     tu_tmp_path(out, sizeof out, "sftrace-out");
@@ -157,7 +157,8 @@ void tu_sftrace_check(const char *bin, const char *trace)
     ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
                                                       0600), 0);
     ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, 1, 2), 0);
-    char *argv[] = {(char *)bin, (char *)"--check", (char *)trace, NULL};
+    char *argv[] = {(char *)bin, (char *)"--check", (char *)(option != NULL ? option : trace),
+                    option != NULL ? (char *)trace : NULL, NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -166,7 +167,8 @@ void tu_sftrace_check(const char *bin, const char *trace)
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     char *o = tu_read_file(out);
     unlink(out);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s: %s", trace,
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s%s%s: %s",
+                  option != NULL ? option : "", option != NULL ? " " : "", trace,
                   o != NULL ? o : "(no output)");
     free(o);
 }

@@ -59,10 +59,11 @@ char *tu_read_file(const char *path);    /* whole file, NUL-terminated; NULL if 
 /* A unique path under $TMPDIR (or /tmp) that does not exist yet. */
 void tu_tmp_path(char *buf, size_t size, const char *tag);
 int tu_file_exists(const char *path);
-/* Runs `bin --check trace` (bin: tools/sftrace/sftrace, SFTRACE_BIN from
- * tests/local.mk) and fails the test, quoting its output, unless it exits
- * 0: the trace is malformed or inconsistent. */
-void tu_sftrace_check(const char *bin, const char *trace);
+/* Runs `bin --check [option] trace` (bin: tools/sftrace/sftrace, SFTRACE_BIN
+ * from tests/local.mk; option NULL for none, or one more, as "--counts") and
+ * fails the test, quoting its output, unless it exits 0: the trace is
+ * malformed or inconsistent. */
+void tu_sftrace_check(const char *bin, const char *option, const char *trace);
 
 /* Which pthreads ran tasks. tu_threads_note() is called by tasks; it records
  * the calling pthread once per tu_threads_reset() generation. */
