@@ -345,6 +345,17 @@ def main():
             P("| %s | %s | %s |" % (owner, meta.get("xget_%s_median_us" % owner, "-"),
                                      meta.get("xget_%s_p90_us" % owner, "-")))
         P("")
+        if meta.get("xget_queued_busy_rounds") or meta.get("xget_queued_asleep_rounds"):
+            P("The same with %s futures queued before the first get (`xget_sf queued=20000`): "
+              "the consumer gets them all, in order, while their owner computes or sleeps; every "
+              "get counted:" % meta.get("xget_queued_busy_rounds", "?"))
+            P("")
+            P("| owner | median us | p90 us |")
+            P("|---|---:|---:|")
+            for owner in ("busy", "asleep"):
+                P("| %s | %s | %s |" % (owner, meta.get("xget_queued_%s_median_us" % owner, "-"),
+                                         meta.get("xget_queued_%s_p90_us" % owner, "-")))
+            P("")
 
     # The pipeline's failed gets, run by run.
     pipe_cells = [(t, cells[(PIPE_WORKLOAD, t, "libsf")]) for t in threads_all
@@ -587,6 +598,12 @@ def main():
         goal("cross-thread get, owner busy: <= 1 us", float(xb) <= 1.0, "median %s us" % xb)
     else:
         goal("cross-thread get, owner busy: <= 1 us", None, "not measured")
+    xq = meta.get("xget_queued_busy_median_us")
+    qname = "cross-thread get of 20,000 futures queued first, owner busy: <= 1 us"
+    if xq:
+        goal(qname, float(xq) <= 1.0, "median %s us" % xq)
+    else:
+        goal(qname, None, "not measured")
     # peak RSS vs sequential, for both APIs (libsf-task runs no loops).
     for w in workloads:
         if w == LATENCY_WORKLOAD:  # no sequential program to compare with
