@@ -26,7 +26,24 @@
  * time per gate (flock), so `foreign` names at most one future.
  *
  * Invariant: while `claiming` == f, no thread other than the owner changes
- * f's state, so the owner's plain store cannot be lost.
+ * f's state, so the owner's plain store cannot be lost - unless the gate is
+ * open (below), when the owner claims by CAS too.
+ *
+ * Opening the gate. A thread that gets another thread's private futures by
+ * their handles (a consumer catching up with a busy producer) would pay the
+ * heavy fence for each. Instead its first claim opens the gate, for good
+ * (sf__claim_private_open): under flock it sets `foreign` to OPENING, issues
+ * the heavy fence, waits for the plain claim the owner may be making (the one
+ * named in `claiming`; later ones see OPENING), then sets OPEN. From then on
+ * every claim of the queue's private tasks - the owner's included - is a CAS,
+ * with no fence and no lock: the owner's claim, which tests `foreign` for
+ * NULL, turns to sf__claim_private_contended, which sees OPENING or OPEN and
+ * CASes. The membarrier argument above, with OPENING for f, gives: either the
+ * owner sees OPENING and CASes, or the opener sees its claim and waits it
+ * out. Only after that wait does any other thread claim by CAS through the
+ * gate (it must see OPEN, set after the wait). A gate stays open for its
+ * queue's life: closing it would need to know that no claimer still acts on
+ * an OPEN it read.
  */
 #ifndef SF_CLAIM_H
 #define SF_CLAIM_H
@@ -35,9 +52,23 @@
 
 struct sf__gate {
     _Atomic(sf_future *) claiming; /* written by the owner only */
-    _Atomic(sf_future *) foreign;  /* written under flock only */
+    _Atomic(sf_future *) foreign;  /* written under flock only: NULL, the
+                                    * future a foreign claimer takes, or
+                                    * SF__GATE_OPENING/SF__GATE_OPEN */
     struct sf__lock flock;         /* a leaf lock: one foreign claimer at a time */
 };
+
+/* `foreign` while the gate opens and once it is open (Opening the gate).
+ * Futures are 64-byte aligned: no future has these addresses. */
+#define SF__GATE_OPENING ((sf_future *)1)
+#define SF__GATE_OPEN ((sf_future *)2)
+
+/* Any thread: is g open? Acquire: pairs with the opener's release of OPEN,
+ * after which the plain claim it waited for is visible to the caller's CAS. */
+static inline bool sf__gate_is_open(struct sf__gate *g)
+{
+    return atomic_load_explicit(&g->foreign, memory_order_acquire) == SF__GATE_OPEN;
+}
 
 void sf__gate_init(struct sf__gate *g);
 void sf__gate_destroy(struct sf__gate *g);
@@ -69,8 +100,10 @@ static inline bool sf__claim_private_own(struct sf__gate *g, sf_future *f, uint6
     atomic_store_explicit(&g->claiming, f, memory_order_relaxed);
     sf__fence_light();
     /* Acquire: if a foreign claimer already finished and cleared `foreign`
-     * (release), its verdict on the state is visible to the load below. */
-    if (SF__UNLIKELY(atomic_load_explicit(&g->foreign, memory_order_acquire) == f))
+     * (release), its verdict on the state is visible to the load below. Any
+     * foreign claim in flight, or an opening or open gate, goes out of line:
+     * one test, as cheap as comparing with f. */
+    if (SF__UNLIKELY(atomic_load_explicit(&g->foreign, memory_order_acquire) != NULL))
         return sf__claim_private_contended(g, f, sp, to);
     /* A foreign claimer may have come and gone before our announcement:
      * then it saw no claim of ours and may have taken f. Any later one sees
@@ -98,7 +131,13 @@ static inline bool sf__claim_private_own(struct sf__gate *g, sf_future *f, uint6
 }
 
 /* Any thread but the owner, on a private future guarded by g: PENDING state
- * *sp -> `to`. Takes g's flock (a leaf). */
+ * *sp -> `to`. Takes g's flock (a leaf) and the heavy fence, unless g is
+ * open: then one CAS. */
 bool sf__claim_private_foreign(struct sf__gate *g, sf_future *f, uint64_t *sp, uint64_t to);
+
+/* The same, and g stays open after it: the claims of its private futures by
+ * anyone are CASes from now on (Opening the gate). For a thread that takes
+ * private futures of g's owner by their handles, which will likely go on. */
+bool sf__claim_private_open(struct sf__gate *g, sf_future *f, uint64_t *sp, uint64_t to);
 
 #endif /* SF_CLAIM_H */

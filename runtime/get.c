@@ -514,12 +514,10 @@ static enum look claim_and_run_here(struct sf__thread *me, struct slow_get *w, u
     uint64_t run = sf__with_status(s, SF__RUNNING);
     bool mine = sf__pending_holds(&me->q, s);
     struct sf__pending *q = sf__queue_of(s);
-    /* Another thread's private task, got by its handle: its owner is asked
-     * to publish what it pushes from now on (pending.h, Handed-over
-     * futures). Acquire: as in sf__pending_claim_foreign. */
-    if (!mine && sf__tag(s) >= atomic_load_explicit(&q->pub_seq, memory_order_acquire))
-        sf__pending_ask_public(q);
-    if (!(mine ? sf__pending_claim_own(q, f, &s, run) : sf__pending_claim_foreign(q, f, &s, run)))
+    /* Another thread's task, got by its handle: if it is private, its owner
+     * is asked to publish what it pushes from now on, and its gate opens
+     * for what it queued before (pending.h, Handed-over futures). */
+    if (!(mine ? sf__pending_claim_own(q, f, &s, run) : sf__pending_claim_handed(q, f, &s, run)))
         return LOOK_AGAIN;
     if (mine)
         sf__pending_trim(q, f);

@@ -41,10 +41,15 @@
  * anything, so `want` would go unheard. Such a getter sets `push_public`
  * (sf__pending_ask_public) before it takes the gate; from then on the
  * owner's every push publishes its queue (pub_seq = seq), so the getters of
- * its later tasks claim them by CAS. The flag stays set for the thread's
- * life (a pipeline keeps handing over): its own claims cost a CAS from then
- * on instead of plain stores. Publishing is not submitting: idle workers
- * still take only submitted tasks.
+ * its later tasks claim them by CAS. The tasks it queued before the request
+ * stay private, but the getter's claim opens the gate (claim.h, Opening the
+ * gate): one heavy fence, after which every claim of them is a CAS too, so
+ * a consumer catching up with a producer that queued a thousand blocks and
+ * went on computing pays one fence, not a thousand. The flag stays set for
+ * the thread's life (a pipeline keeps handing over), the gate stays open for
+ * the queue's: its own claims cost a CAS from then on instead of plain
+ * stores. Publishing is not submitting: idle workers still take only
+ * submitted tasks.
  *
  * Local futures (future.h, Tasks in caller storage). A slot may hold a
  * future in its owner's stack, marked by bit 0 of the pointer
@@ -413,6 +418,21 @@ static inline bool sf__pending_claim_foreign(struct sf__pending *q, sf_future *f
     if (sf__tag(*sp) < atomic_load_explicit(&q->pub_seq, memory_order_acquire))
         return sf__claim_cas(f, sp, to);
     return sf__claim_private_foreign(&q->gate, f, sp, to);
+}
+
+/*
+ * Any thread but q's owner, taking f, pending in q with state *sp, by its
+ * handle (a get: Handed-over futures): sf__pending_claim_foreign that asks
+ * the owner to publish its pushes from now on and leaves q's gate open.
+ */
+static inline bool sf__pending_claim_handed(struct sf__pending *q, sf_future *f, uint64_t *sp,
+                                            uint64_t to)
+{
+    /* Acquire: as in sf__pending_claim_foreign. */
+    if (sf__tag(*sp) < atomic_load_explicit(&q->pub_seq, memory_order_acquire))
+        return sf__claim_cas(f, sp, to);
+    sf__pending_ask_public(q);
+    return sf__claim_private_open(&q->gate, f, sp, to);
 }
 
 /* Owner, lowering bottom to b: keeps pub_idx <= bottom (Local futures). */

@@ -152,6 +152,70 @@ START_TEST(foreign_release_races_owner_get)
 }
 END_TEST
 
+/* A producer queues BATCH tasks, nobody having asked for any, and hands
+ * them all over; a consumer gets them in order while the producer computes
+ * (own_too = 0) or gets them itself, newest first (own_too = 1). */
+#define BATCH ROUNDS
+static sf_future *handed[BATCH];
+static atomic_int handed_ready, handed_got;
+
+static void *catch_up(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&handed_ready))
+        ;
+    for (long i = 0; i < BATCH; i++) {
+        if (sf_get(handed[i]) != (void *)(i * 2 + 1))
+            atomic_fetch_add(&wrong, 1);
+        atomic_fetch_add(&handed_got, 1);
+    }
+    return NULL;
+}
+
+static void hand_over_a_queue(int threads, int own_too)
+{
+    tu_env_threads(threads);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    atomic_store(&handed_ready, 0);
+    atomic_store(&handed_got, 0);
+    pthread_t tid;
+    ck_assert_int_eq(pthread_create(&tid, NULL, catch_up, NULL), 0);
+    for (long i = 0; i < BATCH; i++) {
+        handed[i] = sf_do(counted, (void *)i);
+        ck_assert_ptr_nonnull(handed[i]);
+    }
+    atomic_store(&handed_ready, 1);
+    if (own_too) {
+        for (long i = BATCH - 1; i >= 0; i--)
+            ck_assert_ptr_eq(sf_get(handed[i]), (void *)(i * 2 + 1));
+    } else {
+        /* Computing, no libsf call: only the consumer's gets run them. */
+        while (atomic_load(&handed_got) < BATCH)
+            ;
+    }
+    ck_assert_int_eq(pthread_join(tid, NULL), 0);
+    ck_assert_int_eq(atomic_load(&wrong), 0);
+    for (long i = 0; i < BATCH; i++) {
+        if (atomic_load(&runs[i]) != 1)
+            ck_abort_msg("task %ld ran %d times, want 1", i, atomic_load(&runs[i]));
+        sf_release(handed[i]);
+    }
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, BATCH);
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, BATCH);
+    ck_assert_uint_eq(s.discarded, 0);
+    sf_shutdown();
+}
+
+START_TEST(consumer_catches_up_with_a_busy_producer) { hand_over_a_queue(2, 0); }
+END_TEST
+
+START_TEST(owner_gets_a_queue_it_handed_over) { hand_over_a_queue(1, 1); }
+END_TEST
+
+START_TEST(owner_gets_a_queue_it_handed_over_two_threads) { hand_over_a_queue(2, 1); }
+END_TEST
+
 static Suite *claim_suite(void)
 {
     Suite *s = suite_create("claim");
@@ -160,6 +224,9 @@ static Suite *claim_suite(void)
     tcase_add_test(tc, owner_and_foreign_gets_race_one_thread);
     tcase_add_test(tc, owner_and_foreign_gets_race_two_threads);
     tcase_add_test(tc, foreign_release_races_owner_get);
+    tcase_add_test(tc, consumer_catches_up_with_a_busy_producer);
+    tcase_add_test(tc, owner_gets_a_queue_it_handed_over);
+    tcase_add_test(tc, owner_gets_a_queue_it_handed_over_two_threads);
     suite_add_tcase(s, tc);
     return s;
 }

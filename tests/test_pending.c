@@ -626,6 +626,127 @@ START_TEST(owner_and_foreign_claim_race)
 }
 END_TEST
 
+/*
+ * Opening the gate (claim.h): a claim by handle leaves it open, and from
+ * then on every claim of a private task is a CAS - a foreign one with no
+ * lock (the test holds flock while it claims: a claim that took it would
+ * hang), the owner's through its contended path.
+ */
+START_TEST(handed_claim_opens_the_gate)
+{
+    for (int i = 0; i < 4; i++)
+        push(&fs[i]);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(0)); /* all private */
+    ck_assert_ptr_null(atomic_load(&q.gate.foreign));
+    uint64_t s = st(&fs[0]);
+    ck_assert(sf__pending_claim_handed(&q, &fs[0], &s, sf__with_status(s, SF__RUNNING)));
+    ck_assert_uint_eq(sf__status(st(&fs[0])), SF__RUNNING);
+    ck_assert_int_eq(atomic_load(&q.push_public), 1);
+    ck_assert_ptr_eq(atomic_load(&q.gate.foreign), SF__GATE_OPEN);
+    ck_assert_uint_eq(atomic_load(&q.pub_seq), tag_of(0)); /* open is not published */
+    sf__lock(&q.gate.flock);
+    s = st(&fs[1]);
+    ck_assert(sf__pending_claim_foreign(&q, &fs[1], &s, sf__with_status(s, SF__RUNNING)));
+    sf__unlock(&q.gate.flock);
+    ck_assert_uint_eq(s, st(&fs[1]));
+    ck_assert_uint_eq(sf__status(s), SF__RUNNING);
+    /* The owner: a CAS through its contended path, which leaves no claim
+     * announced; and a claim of a task taken already fails with its state. */
+    s = st(&fs[2]);
+    ck_assert(sf__pending_claim_own(&q, &fs[2], &s, sf__with_status(s, SF__RUNNING)));
+    ck_assert_uint_eq(sf__status(st(&fs[2])), SF__RUNNING);
+    ck_assert_ptr_null(atomic_load(&q.gate.claiming));
+    uint64_t was = (tag_of(1) << SF__TAG_SHIFT) | SF__PENDING;
+    s = was;
+    ck_assert(!sf__pending_claim_own(&q, &fs[1], &s, sf__with_status(was, SF__RUNNING)));
+    ck_assert_uint_eq(s, st(&fs[1]));
+    /* A thief that must have private work takes it through the open gate. */
+    uint64_t claimed;
+    ck_assert_ptr_eq(sf__pending_steal(&q, SF__STEAL_PRIVATE, SF__REGION_ANY, UINT64_MAX, &claimed),
+                     &fs[3]);
+    ck_assert_uint_eq(sf__status(st(&fs[3])), SF__RUNNING);
+    /* The gate stays open for the queue's life, across an adoption. */
+    sf__pending_adopt(&q);
+    ck_assert_ptr_eq(atomic_load(&q.gate.foreign), SF__GATE_OPEN);
+}
+END_TEST
+
+/*
+ * The opening races the owner's plain claims: each round a fresh gate, two
+ * private tasks; the opener claims the older by handle and then the newer,
+ * while the owner, started at a varying point of the opening, claims the
+ * newer and then the older. Every task is claimed exactly once.
+ */
+static atomic_int open_round, open_done, open_wins, openings;
+
+static void *opener(void *arg)
+{
+    (void)arg;
+    for (int r = 1; r <= ROUNDS; r++) {
+        while (atomic_load(&open_round) < r)
+            ;
+        for (int k = 0; k < 2; k++) {
+            sf_future *f = &fs[(2 * r + k) % NF];
+            uint64_t s = st(f), to = sf__with_status(s, SF__RUNNING);
+            if (!sf__pending_holds(&q, s))
+                continue; /* the owner was first */
+            if (k == 0)
+                atomic_fetch_add(&openings, 1);
+            if (k == 0 ? sf__pending_claim_handed(&q, f, &s, to)
+                       : sf__pending_claim_foreign(&q, f, &s, to))
+                atomic_fetch_add(&open_wins, 1);
+        }
+        atomic_store(&open_done, r);
+    }
+    return NULL;
+}
+
+START_TEST(opening_gate_races_owner_claims)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, opener, NULL), 0);
+    int owner_wins = 0;
+    for (int r = 1; r <= ROUNDS; r++) {
+        /* The opener is between rounds: a fresh, closed gate, and pushes
+         * that stay private. */
+        sf__gate_destroy(&q.gate);
+        sf__gate_init(&q.gate);
+        sf__pending_adopt(&q);
+        sf_future *f[2] = {&fs[(2 * r) % NF], &fs[(2 * r + 1) % NF]};
+        for (int k = 0; k < 2; k++) {
+            atomic_store(&f[k]->state, SF__FREE);
+            push(f[k]);
+        }
+        atomic_store(&open_round, r);
+        /* The opening spends a microsecond or more in membarrier: start at
+         * varying points of it. */
+        for (volatile int spin = r * 7919 % 3000; spin > 0; spin--)
+            ;
+        for (int k = 1; k >= 0; k--) {
+            uint64_t s = st(f[k]);
+            if (sf__pending_holds(&q, s) &&
+                sf__pending_claim_own(&q, f[k], &s, sf__with_status(s, SF__RUNNING)))
+                owner_wins++;
+        }
+        while (atomic_load(&open_done) < r)
+            ;
+        int ow = atomic_load(&open_wins);
+        ck_assert_msg(owner_wins + ow == 2 * r, "round %d: owner won %d, opener %d: %s", r,
+                      owner_wins, ow, owner_wins + ow > 2 * r ? "a double claim" : "a lost task");
+        for (int k = 0; k < 2; k++) {
+            ck_assert_uint_eq(sf__status(st(f[k])), SF__RUNNING);
+            sf__pending_trim(&q, f[k]);
+        }
+        ck_assert_uint_eq(bottom(), top());
+    }
+    pthread_join(th, NULL);
+    /* Both sides won some, and most rounds had an opening to race. */
+    ck_assert_int_gt(owner_wins, 0);
+    ck_assert_int_gt(atomic_load(&open_wins), 0);
+    ck_assert_int_gt(atomic_load(&openings), ROUNDS / 4);
+}
+END_TEST
+
 static Suite *pending_suite(void)
 {
     Suite *s = suite_create("pending");
@@ -650,6 +771,8 @@ static Suite *pending_suite(void)
     tcase_add_test(tc, local_slot_between_pending_ones_is_cleared);
     tcase_add_test(tc, local_slots_got_oldest_first);
     tcase_add_test(tc, owner_and_foreign_claim_race);
+    tcase_add_test(tc, handed_claim_opens_the_gate);
+    tcase_add_test(tc, opening_gate_races_owner_claims);
     suite_add_tcase(s, tc);
     return s;
 }
