@@ -288,6 +288,23 @@ static uint64_t knapsack(long i, long c, long v)
     return rt + rs;
 }
 
+/* ---- pi: [lo, hi) halved down to single indices, both halves tasks ----------------------- */
+
+/* left + right after the taskwait, the halving tree's order (classic.h). */
+static double pi(long lo, long hi)
+{
+    if (hi - lo == 1)
+        return pi_term(lo, P.n);
+    long m = lo + (hi - lo) / 2;
+    double l = 0, r = 0;
+#pragma omp task shared(l) firstprivate(lo, m)
+    l = pi(lo, m);
+#pragma omp task shared(r) firstprivate(m, hi)
+    r = pi(m, hi);
+#pragma omp taskwait
+    return l + r;
+}
+
 /* ---- the runs (workloads.h) ------------------------------------------------------------- */
 
 /* Every run but pfor's: a team of P.threads, one of which runs the root
@@ -333,6 +350,7 @@ static uint64_t matmul_root(void)
 }
 
 static uint64_t knapsack_root(void) { return knapsack(0, bench_in.ks_cap, 0); }
+static uint64_t pi_root(void) { return pi_bits(pi(0, P.n)); }
 
 static struct bench_out run_fib(void) { return bench_value(in_team(fib_root)); }
 static struct bench_out run_tput(void) { return bench_value(in_team(tput)); }
@@ -342,6 +360,7 @@ static struct bench_out run_chain(void) { return bench_value(in_team(chain_root)
 static struct bench_out run_tree(void) { return bench_value(in_team(tree_root)); }
 static struct bench_out run_uts(void) { return bench_value(in_team(uts_root_run)); }
 static struct bench_out run_matmul(void) { return bench_value(in_team(matmul_root)); }
+static struct bench_out run_pi(void) { return bench_value(in_team(pi_root)); }
 
 static struct bench_out run_cilksort(void)
 {
@@ -414,7 +433,7 @@ static const struct bench_run_entry runs[] = {
     {"pfor", run_pfor},       {"nqueens", run_nqueens}, {"chain", run_chain},
     {"tree", run_tree},       {"uts-t1", run_uts},      {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul}, {"knapsack", run_knapsack},
-    {"reduce", run_reduce},
+    {"pi", run_pi},           {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

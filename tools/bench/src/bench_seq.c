@@ -160,6 +160,17 @@ __attribute__((noinline)) static uint64_t seq_knapsack(long i, long c, long v)
     return t;
 }
 
+/* Both halves plain calls where the task versions make both tasks; left + right,
+ * the halving tree's order (classic.h). */
+__attribute__((noinline)) static double seq_pi(long lo, long hi)
+{
+    if (hi - lo == 1)
+        return pi_term(lo, P.n);
+    long m = lo + (hi - lo) / 2;
+    double l = seq_pi(lo, m);
+    return l + seq_pi(m, hi);
+}
+
 /* ---- the runs (workloads.h): the same work as the task versions' -------- */
 
 static struct bench_out run_fib(void) { return bench_value((uint64_t)seq_fib(P.n)); }
@@ -222,6 +233,8 @@ static struct bench_out run_knapsack(void)
     return o;
 }
 
+static struct bench_out run_pi(void) { return bench_value(pi_bits(seq_pi(0, P.n))); }
+
 /* The pipeline's work in one loop: stage 0's, then each passing stage's
  * transform, item by item; checked as the main thread of bench_sf's pipe
  * checks. */
@@ -253,7 +266,7 @@ static const struct bench_run_entry runs[] = {
     {"pfor", run_pfor},       {"nqueens", run_nqueens},   {"chain", run_chain},
     {"tree", run_tree},       {"uts-t1", run_uts},        {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
-    {"pipe", run_pipe},       {"reduce", run_reduce},
+    {"pi", run_pi},           {"pipe", run_pipe},         {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

@@ -399,6 +399,24 @@ static void *knapsack(void *arg)
     return (void *)(uintptr_t)t;
 }
 
+/* ---- pi: [lo, hi) halved down to single indices, both halves tasks ------- */
+
+/* Returns the bits of the range's sum: left + right, the halving tree's
+ * order (classic.h). */
+static void *pi(void *arg)
+{
+    uint64_t r = (uint64_t)(uintptr_t)arg;
+    long lo = PI_LO(r), hi = PI_HI(r);
+    if (hi - lo == 1)
+        return (void *)(uintptr_t)pi_bits(pi_term(lo, P.n));
+    long m = lo + (hi - lo) / 2;
+    handle a, b;
+    SPAWN(a, pi, (void *)(uintptr_t)PI_RANGE(lo, m));
+    SPAWN(b, pi, (void *)(uintptr_t)PI_RANGE(m, hi));
+    double l = pi_double(JOIN(a));
+    return (void *)(uintptr_t)pi_bits(l + pi_double(JOIN(b)));
+}
+
 /* ---- pipe: futures handed down a pipeline of the program's own threads ---- */
 /*
  * Stage 0, a thread of the program, makes sf_do(pipe_work, i) for every item
@@ -937,6 +955,11 @@ static struct bench_out run_knapsack(void)
     return o;
 }
 
+static struct bench_out run_pi(void)
+{
+    return bench_value((uint64_t)(uintptr_t)pi((void *)(uintptr_t)PI_RANGE(0, P.n)));
+}
+
 /* ---- reduce: sf_reduce, the sum (shape 0) or the histogram (shape 1) ------- */
 
 static void red_sum_leaf(long lo, long hi, void *acc, void *ctx)
@@ -990,7 +1013,8 @@ static const struct bench_run_entry runs[] = {
     {"pfor", run_pfor},         {"nqueens", run_nqueens}, {"chain", run_chain},
     {"tree", run_tree},         {"uts-t1", run_uts},      {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
-    {"pipe", run_pipe},         {"latency", run_latency},     {"reduce", run_reduce},
+    {"pi", run_pi},             {"pipe", run_pipe},       {"latency", run_latency},
+    {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

@@ -311,6 +311,22 @@ static uint64_t knapsack(long i, long c, long v)
     return rt + rs;
 }
 
+/* ---- pi: [lo, hi) halved down to single indices, both halves tasks ------------------ */
+
+/* left + right, the halving tree's order (classic.h). */
+static double pi(long lo, long hi)
+{
+    if (hi - lo == 1)
+        return pi_term(lo, P.n);
+    long m = lo + (hi - lo) / 2;
+    double l = 0, r = 0;
+    tbb::task_group g;
+    g.run([&l, lo, m] { l = pi(lo, m); });
+    g.run([&r, m, hi] { r = pi(m, hi); });
+    g.wait();
+    return l + r;
+}
+
 template <class F> static uint64_t as_task(F f)
 {
     uint64_t r = 0;
@@ -342,6 +358,8 @@ static bench_out run_knapsack()
     uint64_t tasks = knapsack(0, bench_in.ks_cap, 0);
     return {(uint64_t)ks_best.load(std::memory_order_relaxed), tasks};
 }
+
+static bench_out run_pi() { return bench_value(pi_bits(pi(0, P.n))); }
 
 /* ---- reduce: parallel_deterministic_reduce over the chunks ---------------- */
 
@@ -389,7 +407,7 @@ static const bench_run_entry runs[] = {
     {"pfor", run_pfor},         {"nqueens", run_nqueens}, {"chain", run_chain},
     {"tree", run_tree},         {"uts-t1", run_uts},      {"uts-t3", run_uts},
     {"cilksort", run_cilksort}, {"matmul", run_matmul},   {"knapsack", run_knapsack},
-    {"reduce", run_reduce},
+    {"pi", run_pi},             {"reduce", run_reduce},
 };
 
 int main(int argc, char **argv)

@@ -1,6 +1,6 @@
 /*
  * classic.h - the sequential pieces of the classic workloads (UTS trees,
- * cilksort, matmul, knapsack), shared by every benchmark program (C and C++)
+ * cilksort, matmul, knapsack, pi), shared by every benchmark program (C and C++)
  * so that each runtime parallelises the very same algorithm with the very
  * same base cases. Only the spawning and joining differs between programs.
  *
@@ -46,6 +46,15 @@
  * it fits) and "skip item i". The parallel versions run both as tasks and
  * share the best with an atomic CAS-max, so the nodes visited (speculative
  * work) depend on the schedule; the optimum does not.
+ *
+ * pi: the midpoint rule for the integral of 4 / (1 + x^2) over [0, 1) with
+ * n steps, as a loop split by halving: a range [lo, hi) of more than one
+ * index splits at m = lo + (hi - lo) / 2 into two tasks and returns the sum
+ * of their sums, left + right; a range of one index i is a leaf, the term
+ * 4 / (1 + x^2) at x = (i + 0.5) / n. n leaves, n - 1 inner nodes, and a
+ * leaf a few ns, so the runtime's cost per task is most of the time. The
+ * summation tree is the halving tree whatever the schedule, so every program
+ * returns the same double, bit for bit.
  */
 #ifndef BENCH_CLASSIC_H
 #define BENCH_CLASSIC_H
@@ -520,6 +529,92 @@ static inline long ks_expect(const struct ks_item *it, long items, long cap)
     free(lo);
     free(hi);
     return best;
+}
+
+/* ---- pi ---------------------------------------------------------------------- */
+
+/*
+ * A range [lo, hi) of pi's indices as one 64-bit word, for runtimes whose
+ * task argument is one word (as NQ_PACK and UTS_NODE): lo in the high half,
+ * hi in the low, so n < 2^32 (bench_parse checks).
+ */
+#define PI_RANGE(lo, hi) (((uint64_t)(lo) << 32) | (uint64_t)(hi))
+#define PI_LO(r) ((long)((r) >> 32))
+#define PI_HI(r) ((long)((r)&0xffffffffULL))
+
+/* Leaf i of n: the integrand at the middle of step i. */
+static inline double pi_term(long i, long n)
+{
+    double x = ((double)i + 0.5) / (double)n;
+    return 4.0 / (1.0 + x * x);
+}
+
+/* A sum as a task's one-word result, and back: its bits. */
+static inline uint64_t pi_bits(double s)
+{
+    uint64_t v;
+    memcpy(&v, &s, sizeof v);
+    return v;
+}
+
+static inline double pi_double(uint64_t v)
+{
+    double s;
+    memcpy(&s, &v, sizeof s);
+    return s;
+}
+
+/*
+ * The halving tree's sum over [0, n) (n >= 1) without recursion: a walk with
+ * an explicit stack of the inner nodes whose left half is being summed or
+ * done, each adding left + right once its right half is. The same additions
+ * in the same order as the recursion, so the same bits: the expected answer
+ * every program checks against. The depth is at most 32 for n < 2^32.
+ */
+static inline double pi_expect(long n)
+{
+    struct {
+        long m, hi;   /* the right half, [m, hi) */
+        double left;  /* the left half's sum, once right is set */
+        int right;    /* 1: summing the right half */
+    } st[64];
+    int top = 0;
+    long lo = 0, hi = n;
+    for (;;) {
+        while (hi - lo > 1) { /* down the left edge of [lo, hi) */
+            long m = lo + (hi - lo) / 2;
+            st[top].m = m;
+            st[top].hi = hi;
+            st[top].right = 0;
+            top++;
+            hi = m;
+        }
+        double v = pi_term(lo, n);
+        while (top > 0 && st[top - 1].right) { /* up past every finished right half */
+            v = st[top - 1].left + v;
+            top--;
+        }
+        if (top == 0)
+            return v;
+        st[top - 1].left = v; /* a left half done: sum the right one */
+        st[top - 1].right = 1;
+        lo = st[top - 1].m;
+        hi = st[top - 1].hi;
+    }
+}
+
+/*
+ * 1 when s / n is pi to within the midpoint rule's error, |E| <= max|f''| /
+ * (24 n^2) = 1 / (3 n^2) for f = 4 / (1 + x^2) (|f''| <= 8), plus 10^-12 for
+ * the rounding of n terms and their sums: a check of pi_expect against the
+ * answer itself, not against the code it shares with the programs.
+ */
+static inline int pi_plausible(double s, long n)
+{
+    double err = s / (double)n - 3.14159265358979323846;
+    if (err < 0)
+        err = -err;
+    return err <= 1.0 / (3.0 * (double)n * (double)n) + 1e-12;
 }
 
 #endif /* BENCH_CLASSIC_H */

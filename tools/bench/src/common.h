@@ -47,6 +47,10 @@
  *   cilksort size=10000000 seed=1    cilksort of `size` 32-bit ints
  *   matmul   size=1024 seed=1        recursive C += A B, size = 64 x 2^k
  *   knapsack items=33 seed=1         0/1 knapsack branch and bound (items <= 40)
+ *   pi       n=100000000             the integral of 4 / (1 + x^2) over [0, 1)
+ *                                    in n steps, [0, n) halved down to single
+ *                                    indices, both halves of every split tasks
+ *                                    (n <= 2^32 - 1)
  *   pipe     items=200000 stages=4 iters=1000
  *                                    a pipeline of `stages` program threads:
  *                                    stage 0 makes items futures of iters spin
@@ -91,7 +95,7 @@
 struct bench_params {
     const char *workload;
     int threads;
-    long n;           /* fib, nqueens */
+    long n;           /* fib, nqueens; pi: steps (leaves) */
     long outer;       /* tput */
     long inner;       /* tput */
     long iters;       /* spin iterations of one tiny task (tput, chain, tree) */
@@ -182,7 +186,7 @@ static BENCH_UNUSED void bench_usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s fib|tput|uneven|pfor|nqueens|chain|tree|uts-t1|uts-t3|cilksort|matmul|"
-            "knapsack|pipe|latency|reduce threads=N [key=value...]\n"
+            "knapsack|pi|pipe|latency|reduce threads=N [key=value...]\n"
             "keys: n outer inner iters items short long_factor depth fanout shape part seed b0 "
             "q_ppm work size stages rounds grain\n",
             prog);
@@ -257,7 +261,9 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
         bench_usage(argv[0]);
     }
     if (p->n < 0)
-        p->n = strcmp(p->workload, "nqueens") == 0 ? 13 : 32;
+        p->n = strcmp(p->workload, "nqueens") == 0 ? 13
+               : strcmp(p->workload, "pi") == 0    ? 100000000
+                                                   : 32;
     const char *w = p->workload;
     if (p->depth < 0)
         p->depth = strcmp(w, "chain") == 0 ? 10000 : strcmp(w, "uts-t1") == 0 ? 10 : 6;
@@ -294,6 +300,9 @@ static BENCH_UNUSED int bench_parse(int argc, char **argv, struct bench_params *
     if (strcmp(p->workload, "nqueens") == 0 && (p->n < 1 || p->n > 16))
         bench_usage(argv[0]);
     if (strcmp(p->workload, "fib") == 0 && p->n > 80)
+        bench_usage(argv[0]);
+    /* pi: a range [lo, hi) is one word, two 32-bit halves (classic.h PI_RANGE). */
+    if (strcmp(p->workload, "pi") == 0 && (p->n < 1 || p->n > 0xffffffffL))
         bench_usage(argv[0]);
     if (strcmp(p->workload, "tree") == 0 && (p->fanout < 1 || p->fanout > 64))
         bench_usage(argv[0]);

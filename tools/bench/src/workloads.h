@@ -169,6 +169,20 @@ static void prepare_knapsack(const struct bench_params *p)
 }
 BENCH_CHECK(check_knapsack, (uint64_t)ks_expect(bench_in.ks_items, p->items, bench_in.ks_cap))
 
+/* pi: the value is the sum's bits, exactly the halving tree's (classic.h),
+ * which must itself be pi to within the midpoint rule's error; every node
+ * but the root is a task, both halves of every split. */
+static void check_pi(const struct bench_params *p, const struct bench_out *o,
+                     struct bench_result *r)
+{
+    double want = pi_expect(p->n);
+    r->got = o->value;
+    r->want = pi_bits(want);
+    if (!pi_plausible(want, p->n))
+        r->want = ~r->want;
+}
+BENCH_TASKS(tasks_pi, 2 * (uint64_t)p->n - 2)
+
 /* pipe: the value is the items accounted for; a task per item and stage,
  * the last stage (the main thread's gets) but none. */
 BENCH_CHECK(check_pipe, (uint64_t)p->items)
@@ -347,6 +361,7 @@ static const struct bench_workload bench_workloads[] = {
     {"cilksort", prepare_cilksort, check_cilksort, tasks_run},
     {"matmul", prepare_matmul, check_matmul, tasks_matmul},
     {"knapsack", prepare_knapsack, check_knapsack, tasks_run},
+    {"pi", NULL, check_pi, tasks_pi},
     {"pipe", NULL, check_pipe, tasks_pipe},
     {"latency", NULL, check_latency, tasks_latency},
     {"reduce", prepare_reduce, check_reduce, tasks_reduce},
