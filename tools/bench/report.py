@@ -29,7 +29,8 @@ RUNTIME_LABEL = {
 COLORS = {"libsf": "#d62728", "libsf-task": "#ff9896", "gomp": "#1f77b4", "llomp": "#2ca02c", "onetbb": "#7f7f7f"}
 WORKLOAD_ORDER = ["fib", "tput-a", "tput-b", "uneven", "for-uneven", "for-uneven-s", "for-skew",
                   "for-skew-s", "nqueens", "meh-chain", "meh-tree", "uts-t1", "uts-t3", "cilksort",
-                  "matmul", "knapsack", "pipe", "latency", "reduce-sum", "reduce-hist"]
+                  "matmul", "knapsack", "pi", "pi-peers", "pipe", "latency", "reduce-sum",
+                  "reduce-hist"]
 # Parallel loops: the same loop, each runtime's loop construct; the -s rows
 # use the other flavour (see tools/bench/README.md). Ideal = sequential/threads.
 LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s", "reduce-sum",
@@ -38,6 +39,10 @@ LOOP_WORKLOADS = ("for-uneven", "for-uneven-s", "for-skew", "for-skew-s", "reduc
 # pruning depends on when the best value is found), so task counts may differ
 # between runs and runtimes; tasks and ns/task are those of the median run.
 SPECULATIVE_WORKLOADS = ("knapsack",)
+# Fine-grained fork-join workloads, a few ns of work a task: with sf_task at
+# 1 thread each should be within 1.2 x its sequential elision (the same
+# recursion with plain calls), i.e. a task costs little more than a call.
+FINE_GRAINED_WORKLOADS = ("knapsack", "uts-t1", "uts-t3", "nqueens", "pi")
 # Workloads with parallelism whose libsf time at 2 threads should be at most
 # 0.55 x its own 1-thread time.
 SCALING_WORKLOADS = ("fib", "nqueens", "uts-t1", "uts-t3", "cilksort", "matmul")
@@ -543,6 +548,14 @@ def main():
             goal(name, None, "not measured")
         else:
             goal(name, a <= 1.2 * s, "libsf/seq " + ratio_str(a, s))
+    # Fine-grained programs at 1 thread: sf_task within 1.2 x the sequential elision.
+    for w in FINE_GRAINED_WORKLOADS:
+        a, s = med(w, 1, "libsf-task"), seq_time(w)
+        name = "%s @1: %s <= 1.2 x sequential" % (w, RUNTIME_LABEL["libsf-task"])
+        if missing(a, s) or not complete(w, 1, "libsf-task"):
+            goal(name, None, "not measured (%s, seq %s)" % (fmt_s(a), fmt_s(s)))
+        else:
+            goal(name, a <= 1.2 * s, "sf_task/seq " + ratio_str(a, s))
     # The fork-join runtimes that ran at all (libsf-task may be left out).
     ran_fj = [rt for rt in FORK_JOIN_RUNTIMES if any(k[2] == rt for k in cells)]
     # Workloads with parallelism: libsf at 2 threads <= 0.55 x its own 1 thread.
