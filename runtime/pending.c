@@ -406,10 +406,26 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
  * (pending.h, sf__pending_trim_local): sf__pending_trim_slow for a local
  * future, without its searches - a node that gets its children in the
  * order it made them comes here for all but the last. f was pending until
- * the claim, so its slot is in [top, bottom) at the index its waiters
- * keeps. Cleared first, since its memory is about to be the caller's again
- * (Local futures): then trim_bottom and trim_top pass it as a finished
- * slot. */
+ * the claim, so its slot i is in [top, bottom) at the index its local_slot
+ * keeps.
+ *
+ * When the newest slot holds a local future too (pending: a marked slot in
+ * [top, bottom) always does), that slot fills f's and bottom drops by one:
+ * no hole is left. A node with k children got in the order it made them
+ * thus fills about k/2 slots, and then finds the rest at the bottom, where
+ * the fast path drops them, instead of leaving k - 1 holes for later trims
+ * to pass one by one. Filling keeps the invariants: the slot takes its push
+ * counter's bits along (Stale slots) and its future its new index; i >=
+ * pub_idx since f's slot was marked, so no marked slot lands below pub_idx
+ * (Local futures); and only the owner reads marked slots, so the order of
+ * the stores is nobody else's business. Tasks in
+ * caller storage are never claimed by thieves where they lie, so the order
+ * of the queue matters to its owner alone: its pops while it helps take
+ * whatever is newest.
+ *
+ * Otherwise (the newest slot is a slab future, or finished) f's slot is
+ * cleared first, since its memory is about to be the caller's again (Local
+ * futures): then trim_bottom and trim_top pass it as a finished slot. */
 void sf__pending_trim_local_slow(struct sf__pending *q, sf_future *f)
 {
     SF__OWNER_CHECK(q, "trimming a pending queue");
@@ -418,8 +434,21 @@ void sf__pending_trim_local_slow(struct sf__pending *q, sf_future *f)
     struct sf__ring *r = SF__OWN_LOAD(&q->ring);
     /* Relaxed: written by this thread alone (sf__pending_put). */
     uint64_t i = local_index(b, atomic_load_explicit(&f->local_slot, memory_order_relaxed));
-    SF__ASSERT(b > tp && i >= tp && SF__OWN_LOAD(&r->slot[i & r->mask]) == sf__slot_mark(f),
-               "a claimed local future's slot is where its waiters says");
+    SF__ASSERT(b > tp && i >= tp && i >= q->pub_idx &&
+                   SF__OWN_LOAD(&r->slot[i & r->mask]) == sf__slot_mark(f),
+               "a claimed local future's slot is where its local_slot says");
+    sf_future *g = SF__OWN_LOAD(&r->slot[(b - 1) & r->mask]);
+    if (i < b - 1 && sf__slot_local(g)) {
+        CHECK_SLOT(q, r, b - 1, g);
+        /* Relaxed, the three: this thread's alone (a marked slot is read
+         * by its owner only, local_slot as in sf__pending_put). */
+        atomic_store_explicit(&r->slot[i & r->mask], g, memory_order_relaxed);
+        r->seq[i & r->mask] = r->seq[(b - 1) & r->mask];
+        atomic_store_explicit(&sf__slot_future(g)->local_slot, (uint32_t)i,
+                              memory_order_relaxed);
+        sf__pending_set_bottom(q, b - 1);
+        return;
+    }
     /* Relaxed: scanners never read through a marked slot, so they need no
      * order with this store. */
     atomic_store_explicit(&r->slot[i & r->mask], NULL, memory_order_relaxed);

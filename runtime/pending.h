@@ -62,9 +62,10 @@
  *   every slot of [top, min(pub_idx, bottom)) is unmarked,
  * kept by lowering pub_idx with bottom. And every marked slot in
  * [top, bottom) is a live local future, PENDING: its getter - the owner -
- * drops the slot when it claims it (sf__pending_trim_local, which clears a
- * marked slot it cannot drop, found by the index kept in the future's
- * waiters while it is pending), and so does the owner's pop; a task in
+ * drops the slot when it claims it (sf__pending_trim_local, which fills a
+ * marked slot it cannot drop with the newest marked slot, or clears it,
+ * found by the index kept in the future's local_slot while it is pending),
+ * and so does the owner's pop; a task in
  * caller storage is only ever claimed by its owner (task.c). So the owner
  * never reads a dead frame either - unless the program breaks sf.h's
  * contract and lets an sf_task's memory go before its get: the debug build

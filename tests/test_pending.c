@@ -524,36 +524,53 @@ START_TEST(local_slots_got_oldest_first)
     push(&fs[0]); /* an ancestor's task, pending at the top */
     for (int i = 0; i < 4; i++)
         push_local(&local[i]); /* slots 1..4 */
-    for (int i = 0; i < 3; i++) {
-        own_run_local(&local[i]);
-        ck_assert_ptr_null(slot_at((uint64_t)i + 1));
-        ck_assert_uint_eq(bottom(), 5); /* local[3] above is pending */
-        ck_assert_uint_eq(top(), 0);
-    }
-    ck_assert_ptr_eq(slot_at(4), sf__slot_mark(&local[3]));
-    own_run_local(&local[3]); /* the newest: the fast path drops one slot */
+    /* Got in the order made: the newest local slot moves into the got
+     * one's, with its push counter's bits and its new index, so no hole is
+     * left; after two moves the rest are at the bottom, dropped by the fast
+     * path. */
+    own_run_local(&local[0]);
+    ck_assert_ptr_eq(slot_at(1), sf__slot_mark(&local[3]));
+    ck_assert_uint_eq(atomic_load(&local[3].local_slot), 1);
+    ck_assert_uint_eq(atomic_load(&q.ring)->seq[1], 4);
     ck_assert_uint_eq(bottom(), 4);
-    /* The next out-of-order get drops the cleared slots below it, down to
-     * the pending slab future; the cleared ones hold no task for a pop. */
-    push_local(&local[4]); /* slot 4 */
-    push_local(&local[5]); /* slot 5 */
+    own_run_local(&local[1]);
+    ck_assert_ptr_eq(slot_at(2), sf__slot_mark(&local[2]));
+    ck_assert_uint_eq(atomic_load(&local[2].local_slot), 2);
+    ck_assert_uint_eq(bottom(), 3);
+    own_run_local(&local[2]);
+    ck_assert_uint_eq(bottom(), 2);
+    own_run_local(&local[3]);
+    ck_assert_uint_eq(bottom(), 1);
+    ck_assert_uint_eq(top(), 0);
+    /* A moved slot is still a pending local future for the pop and the
+     * publish (promoted in its new place). */
+    push_local(&local[4]); /* slot 1 */
+    push_local(&local[5]); /* slot 2 */
     own_run_local(&local[4]);
-    ck_assert_ptr_null(slot_at(4));
-    ck_assert_uint_eq(bottom(), 6);
-    own_run_local(&local[5]);
-    ck_assert_uint_eq(bottom(), 5);
+    ck_assert_ptr_eq(slot_at(1), sf__slot_mark(&local[5]));
+    ck_assert_uint_eq(bottom(), 2);
     uint64_t claimed;
+    ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &local[5]);
     ck_assert_ptr_eq(sf__pending_pop(&q, 0, &claimed), &fs[0]);
     ck_assert_uint_eq(bottom(), 0);
-    /* The oldest of two, with nothing else queued: top moves past it. */
+    /* With a slab future newest, nothing moves: the got slot is cleared,
+     * and the next out-of-order get drops the cleared slots below it. */
     push_local(&local[0]); /* slot 0 */
     push_local(&local[1]); /* slot 1 */
+    push(&fs[1]);          /* slot 2 */
+    own_run_local(&local[1]);
+    ck_assert_ptr_null(slot_at(1));
+    ck_assert_uint_eq(bottom(), 3);
+    own_run(&fs[1]);
+    ck_assert_uint_eq(bottom(), 2); /* the fast path drops the newest slot only */
+    /* The oldest, a slab future newest: top moves past it and the hole. */
+    push(&fs[2]); /* slot 2 */
     own_run_local(&local[0]);
     ck_assert_ptr_null(slot_at(0));
-    ck_assert_uint_eq(top(), 1);
+    ck_assert_uint_eq(top(), 2);
+    ck_assert_uint_eq(bottom(), 3);
+    own_run(&fs[2]);
     ck_assert_uint_eq(bottom(), 2);
-    own_run_local(&local[1]);
-    ck_assert_uint_eq(bottom(), 1);
     ck_assert(!sf__pending_has_pending(&q));
 }
 END_TEST

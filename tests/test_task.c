@@ -308,6 +308,58 @@ START_TEST(mixed_tree)
 }
 END_TEST
 
+/* The same with tasks in caller storage only, got in the order made: each
+ * get of one that is not the newest fills its slot with the newest
+ * (pending.c, sf__pending_trim_local_slow), while workers ask for the
+ * queue to be published and promote what they find, wherever it was moved.
+ * Every node counted once, at 1, 2 and 4 threads. */
+static void *local_node(void *arg)
+{
+    long d = (long)arg;
+    if (d == 0) {
+        /* 2 us of work: long enough that idle workers come asking. */
+        double end = tu_now_ms() + 0.002;
+        while (tu_now_ms() < end)
+            ;
+        return (void *)1L;
+    }
+    enum { K = 6 };
+    sf_task t[K];
+    for (int i = 0; i < K; i++)
+        ck_assert_int_eq(sf_task_do(&t[i], local_node, (void *)(d - 1)), 0);
+    long n = 1;
+    for (int i = 0; i < K; i++)
+        n += (long)sf_task_get(&t[i]);
+    return (void *)n;
+}
+
+static long local_tree_nodes(int d) { return d == 0 ? 1 : 1 + 6 * local_tree_nodes(d - 1); }
+
+static void local_tree_at(int threads)
+{
+    tu_env_threads(threads);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    for (int r = 0; r < 3; r++) {
+        sf_future *f = sf_do(local_node, (void *)5L);
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq((long)sf_get(f), local_tree_nodes(5));
+        sf_release(f);
+    }
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 3 * local_tree_nodes(5));
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, s.created);
+    sf_shutdown();
+}
+
+START_TEST(local_tree_in_order_1) { local_tree_at(1); }
+END_TEST
+
+START_TEST(local_tree_in_order_2) { local_tree_at(2); }
+END_TEST
+
+START_TEST(local_tree_in_order_4) { local_tree_at(4); }
+END_TEST
+
 /* Helping: the maker, blocked on a future running elsewhere, runs its own
  * pending local task - which is what that future waits for. */
 static atomic_int flag;
@@ -514,6 +566,9 @@ static Suite *task_suite(void)
     tcase_add_test(tc, failures_4);
     tcase_add_test(tc, any_order);
     tcase_add_test(tc, mixed_tree);
+    tcase_add_test(tc, local_tree_in_order_1);
+    tcase_add_test(tc, local_tree_in_order_2);
+    tcase_add_test(tc, local_tree_in_order_4);
     tcase_add_test(tc, helping_runs_local_tasks);
     tcase_add_test(tc, loops_and_batches);
     tcase_add_test(tc, many_threads);
