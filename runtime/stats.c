@@ -105,13 +105,14 @@ static void print_row(FILE *o, const char *who, const char *kind, const sf_threa
 {
     fprintf(o,
             "%6s %-6s %10llu %10llu %10llu %10llu %8llu %10llu %10llu %7llu %8llu %7llu %10.2f "
-            "%9llu\n",
+            "%9llu %8llu %8llu\n",
             who, kind, (unsigned long long)r->executed, (unsigned long long)r->run_inline,
             (unsigned long long)r->run_pool, (unsigned long long)r->run_stolen,
             (unsigned long long)r->run_drained, (unsigned long long)r->steals_tried,
             (unsigned long long)r->steals_failed, (unsigned long long)r->sleeps,
             (unsigned long long)r->parks, (unsigned long long)r->idle_sleeps,
-            (double)r->busy_ns / 1e6, (unsigned long long)r->avg_task_ns);
+            (double)r->busy_ns / 1e6, (unsigned long long)r->avg_task_ns,
+            (unsigned long long)r->timeouts, (unsigned long long)r->promises);
 }
 
 void sf__stats_print(int threads)
@@ -144,6 +145,8 @@ void sf__stats_print(int threads)
         tot.parks += rows[i].parks;
         tot.idle_sleeps += rows[i].idle_sleeps;
         tot.busy_ns += rows[i].busy_ns;
+        tot.timeouts += rows[i].timeouts;
+        tot.promises += rows[i].promises;
     }
     tot.avg_task_ns = tot.executed != 0 ? tot.busy_ns / tot.executed : 0;
     fprintf(o, "libsf stats: %d thread%s (%d pool worker%s), %llu tasks created, %llu run, "
@@ -151,9 +154,9 @@ void sf__stats_print(int threads)
             threads, threads == 1 ? "" : "s", LOAD(sf__pool.workers), LOAD(sf__pool.workers) == 1 ? "" : "s",
             (unsigned long long)tot.created, (unsigned long long)tot.executed,
             (unsigned long long)tot.discarded, (unsigned long long)tot.cancelled);
-    fprintf(o, "%6s %-6s %10s %10s %10s %10s %8s %10s %10s %7s %8s %7s %10s %9s\n", "thread",
-            "kind", "executed", "inline", "pool", "stolen", "drained", "steals", "failed",
-            "sleeps", "parks", "idle", "busy_ms", "avg_ns");
+    fprintf(o, "%6s %-6s %10s %10s %10s %10s %8s %10s %10s %7s %8s %7s %10s %9s %8s %8s\n",
+            "thread", "kind", "executed", "inline", "pool", "stolen", "drained", "steals",
+            "failed", "sleeps", "parks", "idle", "busy_ms", "avg_ns", "timeouts", "promises");
     for (int i = 0; i < n; i++) {
         char id[16];
         snprintf(id, sizeof id, "%d", rows[i].id);

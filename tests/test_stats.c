@@ -396,6 +396,21 @@ static void check_table(const char *out, int threads, int nrows, uint64_t create
             ck_assert_int_eq(sscanf(line, " total %llu", &executed), 1);
             total++;
             total_executed = executed;
+            /* The last two columns: one timed-out wait, one promise (the
+             * caller's). */
+            unsigned long long timeouts, promises;
+            const char *end = line + len;
+            const char *p2 = end;
+            while (p2 > line && p2[-1] != ' ')
+                p2--;
+            const char *p1 = p2;
+            while (p1 > line && p1[-1] == ' ')
+                p1--;
+            while (p1 > line && p1[-1] != ' ')
+                p1--;
+            ck_assert_int_eq(sscanf(p1, "%llu %llu", &timeouts, &promises), 2);
+            ck_assert_uint_eq(timeouts, 1);
+            ck_assert_uint_eq(promises, 1);
         }
     }
     ck_assert_int_eq(rows, nrows);
@@ -408,6 +423,15 @@ static void check_table(const char *out, int threads, int nrows, uint64_t create
 static void run_fib_and_shutdown(int threads, int expect_table)
 {
     ck_assert_int_eq((long)tu_fib((void *)15L), tu_fib_exact(15));
+    /* A promise, and a timed wait on it that times out (the table's last
+     * two columns); then it is kept, got and released. */
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    void *v;
+    ck_assert_int_eq(sf_wait_for(p, &v, 0.001), ETIMEDOUT);
+    ck_assert_int_eq(sf_promise_set(p, (void *)5L), 0);
+    ck_assert_ptr_eq(sf_get(p), (void *)5L);
+    sf_release(p);
     int nrows = sf_stats_read_threads(NULL, 0);
     ck_assert_int_eq(nrows, threads); /* main thread and the workers */
     struct tu_capture c;
