@@ -230,17 +230,12 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...) __attribute__((format(prin
  * sf_get() sets them. */
 SF_EXPORT int sf_wait(sf_future *f, void **result);
 
-/* Timed waits (docs/waiting.md, Timed waits). seconds: 0 polls; 10^9 or more,
- * or INFINITY, is no deadline; negative or NaN fails with EINVAL. They help
- * with no other work, so a task running elsewhere makes them late by at most
- * a wake-up. They return after their deadline only (a) while running a task
- * they claimed because nobody had started it (sf_wait_for: f's own;
- * sf_wait_any: the lowest-index one), until it ends; (b) inside a task, while
- * a fiber of this thread that an earlier get parked, and whose future is
- * done, runs until it waits again or ends (it may be what they wait for);
- * (c) by a wake-up's latency. Not in a task, (b) never happens. As they run
- * no other task, a promise whose setter is a task queued on this thread is
- * set only by a worker or a get (at SF_THREADS=1, never while they wait). */
+/* Timed waits (docs/waiting.md, Timed waits and wait-any). seconds: 0 polls;
+ * 10^9 or more, or INFINITY, is no deadline; negative or NaN fails with
+ * EINVAL. They run no task but one they wait for that nobody has started, so
+ * they return late only (a) while that task runs, (b) inside a task, while a
+ * fiber of this thread that an earlier get parked, and whose future is done,
+ * runs until it waits again or ends, or (c) by a wake-up's latency. */
 
 /* sf_wait() with a deadline `seconds` from the call: 0 (the result stored in
  * *result if result is not NULL) or the task's outcome code as sf_wait()
@@ -299,16 +294,12 @@ SF_EXPORT int sf_cancel(sf_future *f);
  * instead (it returns -1/ECANCELED). Outside a task: 0. */
 SF_EXPORT int sf_cancelled(void);
 
-/* Promises: futures with no task, completed by sf_promise_set() or
- * sf_promise_fail() from any thread, one that never otherwise calls libsf
- * included (an I/O thread, an audio callback). Every other call on futures
- * takes them: gets help, then sleep, as for a task running elsewhere, and
- * never fail with EDEADLK (nothing of libsf's can complete a promise);
- * sf_get_isolated() waits without helping (a promise is in no region);
- * sf_cancel() completes an unset one at once (its getters see ECANCELED);
- * failures are reported as a task's; sf_shutdown() does not wait for unset
- * ones (their handles become invalid), but does for running tasks, those
- * that wait for a promise included (docs/failures.md, Promises). */
+/* Promises (docs/pipelines.md; docs/failures.md, Promises): futures with no
+ * task, completed by sf_promise_set() or sf_promise_fail() from any thread,
+ * one that never otherwise calls libsf included. Every call on futures takes
+ * them; a get of an unset one helps, then sleeps, and never fails with
+ * EDEADLK; sf_cancel() completes an unset one at once (ECANCELED); and
+ * sf_shutdown() does not wait for unset ones (their handles become invalid). */
 
 /* A new unset promise; starts the runtime if needed. The caller holds it as a
  * future from sf_do() and releases it; its setter's call needs no more
