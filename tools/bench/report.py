@@ -337,6 +337,14 @@ def main():
     P("")
 
     # Cross-thread gets.
+    def xget_table(prefix):
+        P("| owner | median us | p90 us |")
+        P("|---|---:|---:|")
+        for owner in ("busy", "asleep"):
+            P("| %s | %s | %s |" % (owner, meta.get("%s%s_median_us" % (prefix, owner), "-"),
+                                     meta.get("%s%s_p90_us" % (prefix, owner), "-")))
+        P("")
+
     xb, xa = meta.get("xget_busy_median_us"), meta.get("xget_asleep_median_us")
     if xb or xa:
         P("Cross-thread get (tools/bench/src/xget_sf.c, SF_THREADS=2): a thread gets a future "
@@ -344,23 +352,13 @@ def main():
           "alone is timed, its task returns at once. Median / p90 of %s gets:" %
           meta.get("xget_busy_rounds", "?"))
         P("")
-        P("| owner | median us | p90 us |")
-        P("|---|---:|---:|")
-        for owner in ("busy", "asleep"):
-            P("| %s | %s | %s |" % (owner, meta.get("xget_%s_median_us" % owner, "-"),
-                                     meta.get("xget_%s_p90_us" % owner, "-")))
-        P("")
+        xget_table("xget_")
         if meta.get("xget_queued_busy_rounds") or meta.get("xget_queued_asleep_rounds"):
             P("The same with %s futures queued before the first get (`xget_sf queued=20000`): "
               "the consumer gets them all, in order, while their owner computes or sleeps; every "
               "get counted:" % meta.get("xget_queued_busy_rounds", "?"))
             P("")
-            P("| owner | median us | p90 us |")
-            P("|---|---:|---:|")
-            for owner in ("busy", "asleep"):
-                P("| %s | %s | %s |" % (owner, meta.get("xget_queued_%s_median_us" % owner, "-"),
-                                         meta.get("xget_queued_%s_p90_us" % owner, "-")))
-            P("")
+            xget_table("xget_queued_")
 
     # The pipeline's failed gets, run by run.
     pipe_cells = [(t, cells[(PIPE_WORKLOAD, t, "libsf")]) for t in threads_all
