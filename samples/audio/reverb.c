@@ -32,7 +32,9 @@
  * Determinism. Y_j sums p = 0, 1, ... in that order and the FFT is exact
  * whatever its schedule (fft.c), so the output does not depend on the number
  * of threads, and reverb_run_seq (a plain loop with the same arithmetic) is
- * bit-identical to it.
+ * bit-identical to it. Another engine (reverb_set_engine) keeps the first
+ * property if its transforms do not depend on the schedule, and is
+ * bit-identical to reverb_run_seq with that same engine.
  *
  * Errors. A failed get (an input block's task failed, or no memory) fails
  * the task that got it with the same code (sf_fail), and so on up to the
@@ -62,6 +64,8 @@ struct reverb {
     fft_plan *plan;         /* 2B points, parallel */
     fft_plan *seq_plan;     /* 2B points, no tasks */
     fft_cplx *H;            /* P spectra of 2B points */
+    reverb_engine engine;   /* reverb_run's transforms (reverb_set_engine) */
+    int has_engine;         /* 0: plan's */
     /* The run's state (reverb_run). */
     reverb_source src;
     _Atomic(sf_future *) *x, *y; /* nin, nout slots */
@@ -142,6 +146,13 @@ const char *reverb_error(const reverb *r)
 size_t reverb_block(const reverb *r)
 {
     return r->B;
+}
+
+void reverb_set_engine(reverb *r, const reverb_engine *engine)
+{
+    r->has_engine = engine != NULL;
+    if (engine != NULL)
+        r->engine = *engine;
 }
 
 /* acc += X * H_p over 2B points, in index order. */
@@ -256,7 +267,10 @@ static void *x_task(void *arg)
     memcpy(pad, blk, r->B * sizeof *pad);
     memset(pad + r->B, 0, r->B * sizeof *pad);
     free(blk);
-    fft_forward(r->plan, pad, X, r->n2);
+    if (r->has_engine)
+        r->engine.forward(r->engine.ctx, pad, X);
+    else
+        fft_forward(r->plan, pad, X, r->n2);
     free(pad);
     return X;
 }
@@ -306,7 +320,10 @@ static void *y_task(void *arg)
         free(acc), free(y);
         return NULL;
     }
-    fft_inverse(r->plan, acc, y, r->n2);
+    if (r->has_engine)
+        r->engine.inverse(r->engine.ctx, acc, y);
+    else
+        fft_inverse(r->plan, acc, y, r->n2);
     free(acc);
     return y;
 }

@@ -69,6 +69,15 @@ typedef struct reverb_engine {
     void *ctx;
 } reverb_engine;
 
+/* The engine of reverb_run's transforms from now on (NULL, the default:
+ * this FFT's parallel plan; the struct is copied). Its functions run in
+ * reverb_run's tasks, several at once, so they must be safe to call
+ * concurrently (FFTW's fftw_execute_dft is). With an engine whose
+ * arithmetic differs from this FFT's, reverb_run's output is no longer
+ * bit-identical to reverb_run_seq's (engine NULL); tools/bench/bench_fft
+ * runs the pipeline over FFTW leaves this way. */
+void reverb_set_engine(reverb *r, const reverb_engine *engine);
+
 /* The same convolution with no libsf at all: a plain loop over the blocks of
  * an input array, same arithmetic in the same order, so with engine NULL
  * (this FFT, sequential) its output is bit-identical to reverb_run's. Other
