@@ -77,6 +77,10 @@ CLEANFILES += $(EXTRA_PROGRAMS) tools/bench/bench_llomp$(EXEEXT)
 bench_programs += tools/bench/bench_fft
 EXTRA_PROGRAMS += tools/bench/bench_fft
 tools_bench_bench_fft_SOURCES = tools/bench/src/bench_fft.c
+if SF_FFTW
+# Its libsf+FFTW leaves columns: the four-step FFT over FFTW plans.
+tools_bench_bench_fft_SOURCES += tools/bench/src/fft_leaves.c tools/bench/src/fft_leaves.h
+endif
 tools_bench_bench_fft_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples $(FFTW_CFLAGS)
 tools_bench_bench_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_THREADS_LIBS) $(FFTW_LIBS) -lm
 tools_bench_bench_fft_LDFLAGS = -static

@@ -29,6 +29,7 @@
 #endif
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@
 
 #ifdef SF_HAVE_FFTW
 #include <fftw3.h>
+
+#include "fft_leaves.h"
 #endif
 
 #include "audio/fft.h"
@@ -45,9 +48,18 @@
 
 #define MAX_REPS 64
 
-enum { SEQ, SF1, SF2, FFTW1, FFTW2, NCOLS };
-static const char *col_name[NCOLS] = {"sequential", "libsf 1 thread", "libsf 2 threads",
-                                      "FFTW 1 thread", "FFTW 2 threads"};
+enum { SEQ, SF1, SF2, FFTW1, FFTW2, LV1, LV2, NCOLS };
+static const char *col_name[NCOLS] = {"sequential",    "libsf 1 thread",
+                                      "libsf 2 threads", "FFTW 1 thread",
+                                      "FFTW 2 threads", "libsf+FFTW leaves 1 thread",
+                                      "libsf+FFTW leaves 2 threads"};
+
+/* The check of the FFTW-leaf engine against FFTW (it computes the same DFT
+ * with other roundings): max |error| / max |reference| over the whole
+ * output. A double-precision FFT of 2^22 points is off by some 1e-16 of
+ * the peak (about 4e-16 measured); a wrong twiddle or index is off by
+ * order 1. */
+#define LEAF_TOLERANCE 1e-12
 
 static double now(void)
 {
@@ -104,6 +116,20 @@ static void load(const char *when)
     printf("load average %s: %s", when, buf);
 }
 
+/* max |y - ref| / max |ref| over n points. */
+static double rel_error(const fft_cplx *y, const fft_cplx *ref, size_t n)
+{
+    double err = 0, peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = cabs(y[i] - ref[i]), a = cabs(ref[i]);
+        if (!(e <= err)) /* a NaN counts as infinitely wrong */
+            err = e == e ? e : INFINITY;
+        if (a > peak)
+            peak = a;
+    }
+    return peak > 0 ? err / peak : err;
+}
+
 /* --- the FFT rows ------------------------------------------------------- */
 
 static int use_measure;
@@ -119,6 +145,8 @@ static void fft_row(int lg, int reps, double *cell)
     fft_forward(seq, x, ref, n);
 #ifdef SF_HAVE_FFTW
     fftw_complex *fi = fftw_malloc(n * sizeof *fi), *fo = fftw_malloc(n * sizeof *fo);
+    fftw_complex *lo = fftw_malloc(n * sizeof *lo);
+    fft_cplx *fref = malloc(n * sizeof *fref);
     unsigned flags = use_measure ? FFTW_MEASURE : FFTW_ESTIMATE;
     fftw_plan_with_nthreads(1);
     fftw_plan p1 = fftw_plan_dft_1d((int)n, fi, fo, FFTW_FORWARD, flags);
@@ -127,7 +155,13 @@ static void fft_row(int lg, int reps, double *cell)
     fftw_plan p2 = fftw_plan_dft_1d((int)n, fi, fo, FFTW_FORWARD, flags);
     fftw_plan_with_nthreads(1);
 #endif
+    fftl_plan *lp = fftl_new(n, FFTW_FORWARD, flags, 0);
+    if (!fi || !fo || !lo || !fref || !lp)
+        die("FFTW plans");
     memcpy(fi, x, n * sizeof *fi); /* after planning: MEASURE overwrites the arrays */
+    /* The leaf engine's reference: FFTW's own single-threaded result. */
+    fftw_execute(p1);
+    memcpy(fref, fo, n * sizeof *fref);
 #endif
     double t[NCOLS][MAX_REPS];
     for (int r = 0; r < reps; r++) {
@@ -155,6 +189,23 @@ static void fft_row(int lg, int reps, double *cell)
         fftw_execute(p2);
         t[FFTW2][r] = now() - t0;
 #endif
+        for (int th = 1; th <= 2; th++) {
+            start(th);
+            memset(lo, 0, n * sizeof *lo);
+            t0 = now();
+            if (fftl_execute(lp, fi, lo) != 0)
+                die("fftl_execute");
+            t[th == 1 ? LV1 : LV2][r] = now() - t0;
+            sf_shutdown();
+            double e = rel_error((const fft_cplx *)lo, fref, n);
+            if (!(e < LEAF_TOLERANCE)) {
+                fprintf(stderr,
+                        "bench_fft: 2^%d over FFTW leaves at %d threads: error %.3g of the "
+                        "peak against FFTW, not below %.0e\n",
+                        lg, th, e, LEAF_TOLERANCE);
+                exit(2);
+            }
+        }
 #endif
     }
     for (int c = 0; c < NCOLS; c++)
@@ -164,12 +215,16 @@ static void fft_row(int lg, int reps, double *cell)
     cell[SF2] = median(t[SF2], reps);
 #ifdef SF_HAVE_FFTW
     cell[FFTW1] = median(t[FFTW1], reps);
+    cell[LV1] = median(t[LV1], reps);
+    cell[LV2] = median(t[LV2], reps);
     fftw_destroy_plan(p1);
 #ifdef SF_HAVE_FFTW_THREADS
     cell[FFTW2] = median(t[FFTW2], reps);
     fftw_destroy_plan(p2);
 #endif
-    fftw_free(fi), fftw_free(fo);
+    fftl_free(lp);
+    fftw_free(fi), fftw_free(fo), fftw_free(lo);
+    free(fref);
 #endif
     fft_plan_free(par), fft_plan_free(seq);
     free(x), free(y), free(ref);
@@ -221,6 +276,32 @@ static void fftw_engine_make(struct fftw_engine *e, size_t n, int threads)
     e->n = n;
     fftw_free(a), fftw_free(b);
 }
+
+/* The FFTW-leaf engine (fft_leaves.h) for reverb_run's tasks: fftl_execute
+ * may run in several tasks at once. A failure (no memory for the four-step's
+ * buffers; the reverb's 2B points are below the cutoff, one FFTW plan, so
+ * not expected) ends the benchmark: a reverb_engine cannot report one. */
+struct leaf_engine {
+    fftl_plan *fwd, *inv;
+};
+
+static void leaf_fwd(void *ctx, const fft_cplx *in, fft_cplx *out)
+{
+    struct leaf_engine *e = ctx;
+    if (fftl_execute(e->fwd, (const fftw_complex *)in, (fftw_complex *)out) != 0)
+        die("fftl_execute");
+}
+
+static void leaf_inv(void *ctx, const fft_cplx *in, fft_cplx *out)
+{
+    struct leaf_engine *e = ctx;
+    if (fftl_execute(e->inv, (const fftw_complex *)in, (fftw_complex *)out) != 0)
+        die("fftl_execute");
+    const size_t n = fftl_size(e->inv);
+    const double s = 1.0 / (double)n;
+    for (size_t i = 0; i < n; i++)
+        out[i] *= s;
+}
 #endif
 
 static void reverb_row(double seconds, int reps, double *cell)
@@ -248,6 +329,12 @@ static void reverb_row(double seconds, int reps, double *cell)
     fftw_engine_make(&e1, 2 * block, 1);
     fftw_engine_make(&e2, 2 * block, 2);
     reverb_engine eng1 = {fftw_fwd, fftw_inv, &e1}, eng2 = {fftw_fwd, fftw_inv, &e2};
+    unsigned flags = use_measure ? FFTW_MEASURE : FFTW_ESTIMATE;
+    struct leaf_engine le = {fftl_new(2 * block, FFTW_FORWARD, flags, 0),
+                             fftl_new(2 * block, FFTW_BACKWARD, flags, 0)};
+    if (le.fwd == NULL || le.inv == NULL)
+        die("fftl_new");
+    reverb_engine leaves = {leaf_fwd, leaf_inv, &le};
 #endif
     double t[NCOLS][MAX_REPS];
     for (int r = 0; r < reps; r++) {
@@ -278,6 +365,27 @@ static void reverb_row(double seconds, int reps, double *cell)
         reverb_run_seq(rv, in, &eng2, to_buffer, y);
         t[FFTW2][r] = now() - t0;
 #endif
+        /* The pipeline of lazy futures as in libsf's columns, its
+         * transforms FFTW's: another rounding, so within a tolerance. */
+        reverb_set_engine(rv, &leaves);
+        for (int th = 1; th <= 2; th++) {
+            start(th);
+            memset(y, 0, len * sizeof *y);
+            t0 = now();
+            if (reverb_run(rv, src, to_buffer, y, 0, NULL) != 0)
+                die("reverb_run");
+            t[th == 1 ? LV1 : LV2][r] = now() - t0;
+            sf_shutdown();
+            double e = rel_error(y, ref, len);
+            if (!(e < LEAF_TOLERANCE)) {
+                fprintf(stderr,
+                        "bench_fft: the reverb over FFTW leaves at %d threads: error %.3g of "
+                        "the peak against sequential, not below %.0e\n",
+                        th, e, LEAF_TOLERANCE);
+                exit(2);
+            }
+        }
+        reverb_set_engine(rv, NULL);
 #endif
     }
     for (int c = 0; c < NCOLS; c++)
@@ -287,9 +395,14 @@ static void reverb_row(double seconds, int reps, double *cell)
     cell[SF2] = median(t[SF2], reps);
 #ifdef SF_HAVE_FFTW
     cell[FFTW1] = median(t[FFTW1], reps);
+    cell[LV1] = median(t[LV1], reps);
+    cell[LV2] = median(t[LV2], reps);
 #ifdef SF_HAVE_FFTW_THREADS
     cell[FFTW2] = median(t[FFTW2], reps);
 #endif
+    fftl_free(le.fwd), fftl_free(le.inv);
+    fftw_destroy_plan(e1.fwd), fftw_destroy_plan(e1.inv);
+    fftw_destroy_plan(e2.fwd), fftw_destroy_plan(e2.inv);
 #endif
     reverb_array_source_free(src);
     reverb_free(rv);
@@ -307,8 +420,11 @@ static void print_row(const char *name, const double *cell)
     }
     printf(" %.2f | %.2f |", cell[SF2] / cell[SEQ], cell[SF1] / cell[SF2]);
     if (cell[FFTW1] > 0)
-        printf(" %.2f | %.2f |\n", cell[SF2] / cell[FFTW1],
-               cell[FFTW2] > 0 ? cell[SF2] / cell[FFTW2] : -1.0);
+        printf(" %.2f |", cell[SF2] / cell[FFTW1]);
+    else
+        printf(" - |");
+    if (cell[FFTW2] > 0)
+        printf(" %.2f | %.2f |\n", cell[SF2] / cell[FFTW2], cell[LV2] / cell[FFTW2]);
     else
         printf(" - | - |\n");
 }
@@ -379,13 +495,20 @@ int main(int argc, char **argv)
         load("after");
         return 0;
     }
-    printf("medians of %d runs; FFTW plans: %s; libsf cutoff %d points\n\n", reps,
+    printf("medians of %d runs; FFTW plans: %s; libsf cutoff %d points", reps,
            use_measure ? "FFTW_MEASURE" : "FFTW_ESTIMATE", FFT_DEFAULT_CUTOFF);
+#ifdef SF_HAVE_FFTW
+    printf("; libsf+FFTW leaves: four-step from %d points, one FFTW plan below", FFTL_DEFAULT_CUTOFF);
+#endif
+    printf("\n\n");
     printf("| workload |");
     for (int c = 0; c < NCOLS; c++)
         printf(" %s |", col_name[c]);
-    printf(" libsf 2 / seq | speed-up 1->2 | libsf 2 / FFTW 1 | libsf 2 / FFTW 2 |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf(" libsf 2 / seq | speed-up 1->2 | libsf 2 / FFTW 1 | libsf 2 / FFTW 2 |"
+           " libsf+FFTW 2 / FFTW 2 |\n|---|");
+    for (int c = 0; c < NCOLS + 5; c++)
+        printf("---:|");
+    printf("\n");
     double cell[NCOLS];
     int lg1 = quick ? 16 : 20, lg2 = quick ? 18 : 22;
     char name[96];
