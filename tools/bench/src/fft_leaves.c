@@ -35,9 +35,18 @@
  *
  * Parallel loops: sf_for_range over the blocks of each pass, one block per
  * body call at most (grain 1): a block is B FFTs of 2^11 points at 2^22,
- * some 100-200 us of work, so the loop's own cost per body is lost in it,
+ * some 50-70 us of work, so the loop's own cost per body is lost in it,
  * and 256 blocks per pass leave the two threads nothing to wait for at
- * the end. Between the passes the first loop's return is the barrier.
+ * the end (grain 4 measured the same). Between the passes the first loop's
+ * return is the barrier.
+ *
+ * The split: n1 = 2^floor(lg n / 2), n2 = n / n1 (square at even sizes).
+ * At 2^22, one thread: n1 = 2^10 0.034 s, 2^11 0.030 s, 2^12 0.032 s.
+ * Where the time goes there (one thread, passes timed apart, parts left
+ * out in turn): pass 1 17.7 ms = gather 4.9 + FFTW 6 + twiddles and the
+ * write of the rows 6.3 (a plain copy instead: 2.5); pass 2 12.8 ms =
+ * gather and scatter 8.3 + FFTW 4.5. Twiddles in SSE2 and non-temporal
+ * stores of the rows or of the scatter measured no faster.
  *
  * Below the cutoff a transform is a single FFTW plan run by the caller.
  * Medians on the 2-vCPU VM, FFTW_ESTIMATE, one plan against the four-step:
@@ -64,7 +73,7 @@
 
 /* Columns per block. 8: a gathered row is 128 bytes (two whole lines), and
  * the block's two buffers at 2^22 (n1 = n2 = 2048) are 2 * 256 KiB, well
- * inside a core's L2 (by measurement: tools/bench/README.md). */
+ * inside a core's L2; 4 and 16 measured slower (PREFETCH below). */
 #define B 8
 /* Chunk of the twiddle loop (Q above). */
 #define Q 64
