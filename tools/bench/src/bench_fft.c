@@ -429,6 +429,61 @@ static void print_row(const char *name, const double *cell)
         printf(" - | - |\n");
 }
 
+#ifdef SF_HAVE_FFTW
+/* "check": the FFTW-leaf engine against FFTW's own plan at every size the
+ * table does not time - 2^1 .. 2^21, odd sizes (n1 != n2) included, both
+ * signs, its default cutoff and a cutoff of 64 (the four-step from its
+ * smallest size up), at 1 and 2 threads - within LEAF_TOLERANCE. Exits 2
+ * on the first miss. */
+static void check_leaves(void)
+{
+    double worst = 0;
+    int count = 0;
+    for (int th = 1; th <= 2; th++) {
+        start(th);
+        for (int lg = 1; lg <= 21; lg++) {
+            const size_t n = (size_t)1 << lg;
+            fftw_complex *x = fftw_malloc(n * sizeof *x), *y = fftw_malloc(n * sizeof *y),
+                         *ref = fftw_malloc(n * sizeof *ref);
+            if (x == NULL || y == NULL || ref == NULL)
+                die("out of memory");
+            for (int sign = FFTW_FORWARD; sign <= FFTW_BACKWARD; sign += 2) {
+                fftw_plan fp = fftw_plan_dft_1d((int)n, x, ref, sign, FFTW_ESTIMATE);
+                noise((fft_cplx *)x, n);
+                fftw_execute(fp);
+                fftw_destroy_plan(fp);
+                for (size_t cut = 0; cut <= 64; cut += 64) {
+                    fftl_plan *lp = fftl_new(n, sign, FFTW_ESTIMATE, cut);
+                    if (lp == NULL)
+                        die("fftl_new");
+                    memset(y, 0, n * sizeof *y);
+                    if (fftl_execute(lp, x, y) != 0)
+                        die("fftl_execute");
+                    fftl_free(lp);
+                    double e = rel_error((const fft_cplx *)y, (const fft_cplx *)ref, n);
+                    count++;
+                    if (!(e < LEAF_TOLERANCE)) {
+                        fprintf(stderr,
+                                "bench_fft: FFTW leaves, 2^%d points, sign %d, cutoff %zu, %d "
+                                "threads: error %.3g of the peak, not below %.0e\n",
+                                lg, sign, cut != 0 ? cut : (size_t)FFTL_DEFAULT_CUTOFF, th, e,
+                                LEAF_TOLERANCE);
+                        exit(2);
+                    }
+                    if (e > worst)
+                        worst = e;
+                }
+            }
+            fftw_free(x), fftw_free(y), fftw_free(ref);
+        }
+        sf_shutdown();
+    }
+    printf("FFTW leaves against FFTW: %d transforms (2^1 .. 2^21, both signs, cutoffs %d and "
+           "64, 1 and 2 threads), max error %.2e of the peak < %.0e\n",
+           count, FFTL_DEFAULT_CUTOFF, worst, LEAF_TOLERANCE);
+}
+#endif
+
 /* The cutoff sweep: 2^20 points at 2 threads and at 1. */
 static void sweep(int reps)
 {
@@ -466,7 +521,7 @@ static void sweep(int reps)
 
 int main(int argc, char **argv)
 {
-    int reps = 5, quick = 0, cutoff = 0;
+    int reps = 5, quick = 0, cutoff = 0, check = 0;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "reps=", 5) == 0)
             reps = atoi(argv[i] + 5);
@@ -476,8 +531,11 @@ int main(int argc, char **argv)
             quick = 1;
         else if (strcmp(argv[i], "cutoff") == 0)
             cutoff = 1;
+        else if (strcmp(argv[i], "check") == 0)
+            check = 1;
         else {
-            fprintf(stderr, "usage: bench_fft [reps=N] [measure] [quick] | cutoff [reps=N]\n");
+            fprintf(stderr,
+                    "usage: bench_fft [reps=N] [measure] [quick] | cutoff [reps=N] | check\n");
             return 64;
         }
     }
@@ -489,6 +547,15 @@ int main(int argc, char **argv)
     if (fftw_init_threads() == 0)
         die("fftw_init_threads");
 #endif
+    if (check) {
+#ifdef SF_HAVE_FFTW
+        check_leaves();
+        return 0;
+#else
+        fprintf(stderr, "bench_fft: check needs FFTW\n");
+        return 77;
+#endif
+    }
     load("before");
     if (cutoff) {
         sweep(reps);
