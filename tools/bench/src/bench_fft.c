@@ -1,9 +1,11 @@
 /*
  * bench_fft - the audio samples' FFT and convolution reverb (samples/audio)
- * against plain sequential code and FFTW, in one run, as a Markdown table.
+ * against plain sequential code, FFTW, and libsf over FFTW leaves, in one
+ * run, as a Markdown table.
  *
  *     tools/bench/bench_fft [reps=5] [measure] [quick]   # in the build directory
  *     tools/bench/bench_fft cutoff [reps=5]              # the FFT cutoff sweep
+ *     tools/bench/bench_fft check                        # the leaf engine vs FFTW
  *
  * Rows: the complex FFT of 2^20 and 2^22 points (forward, out of place) and
  * the reverb (60 s of 44.1 kHz stereo * a 3 s impulse response, blocks of
@@ -16,13 +18,25 @@
  *                "measure"), only fftw_execute timed; the reverb: the same
  *                plain loop with FFTW's 8192-point transforms;
  *   FFTW 2       the same plan made after fftw_plan_with_nthreads(2)
- *                (libfftw3_threads).
- * Each cell is the median of `reps` runs; the configurations run interleaved
- * (one rep of each, then again) so that drift in a shared machine hits all
- * alike. Every libsf result is compared with the sequential one, bit for bit
- * (fft.c promises it); a mismatch exits 2. "quick": 2^16 and 2^18 and a 10 s
- * reverb. /proc/loadavg is printed before and after: on a loaded machine the
- * figures are indicative only.
+ *                (libfftw3_threads);
+ *   libsf+FFTW leaves 1, 2
+ *                sf_init with threads = 1, 2 and the four-step FFT of
+ *                fft_leaves.c: two sf_for_range passes whose leaves are
+ *                FFTW plans (same planner flags as the FFTW columns), only
+ *                fftl_execute timed; the reverb: reverb_run, the same
+ *                pipeline as libsf's, with these transforms
+ *                (reverb_set_engine; at 8192 points, below the engine's
+ *                cutoff, each is one FFTW plan run in its pipeline task).
+ * Ratios: libsf 2 / sequential, libsf 1 / libsf 2, libsf 2 / FFTW 1 and 2,
+ * libsf+FFTW leaves 2 / FFTW 2. Each cell is the median of `reps` runs;
+ * the configurations run interleaved (one rep of each, then again) so that
+ * drift in a shared machine hits all alike. Every libsf result is compared
+ * with the sequential one, bit for bit (fft.c promises it); the leaf
+ * engine's FFTs with FFTW's own single-threaded result and its reverb with
+ * the sequential reverb, within LEAF_TOLERANCE of the peak (other
+ * roundings); a mismatch exits 2. "quick": 2^16 and 2^18 and a 10 s reverb.
+ * /proc/loadavg is printed before and after: on a loaded machine the
+ * figures are indicative only. Without FFTW its columns say "not run".
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
