@@ -12,6 +12,16 @@ void sf__gate_init(struct sf__gate *g)
 
 void sf__gate_destroy(struct sf__gate *g) { sf__lock_destroy(&g->flock); }
 
+void sf__gate_close(struct sf__gate *g)
+{
+    /* Under flock: no opener is between OPENING and OPEN, and no foreign
+     * claimer has its future in `foreign`. Relaxed: whoever locks flock next
+     * sees it; a claimer that read OPEN before fails its CAS (claim.h). */
+    sf__lock(&g->flock);
+    atomic_store_explicit(&g->foreign, NULL, memory_order_relaxed);
+    sf__unlock(&g->flock);
+}
+
 bool sf__claim_private_contended(struct sf__gate *g, sf_future *f, uint64_t *sp, uint64_t to)
 {
     /* Acquire, as in sf__claim_private_own. */

@@ -41,9 +41,11 @@
  * CASes. The membarrier argument above, with OPENING for f, gives: either the
  * owner sees OPENING and CASes, or the opener sees its claim and waits it
  * out. Only after that wait does any other thread claim by CAS through the
- * gate (it must see OPEN, set after the wait). A gate stays open for its
- * queue's life: closing it would need to know that no claimer still acts on
- * an OPEN it read.
+ * gate (it must see OPEN, set after the wait). A gate stays open while its
+ * queue lives, and closes (sf__gate_close) only when the queue holds no
+ * pending task, as a new thread takes it over: then a claimer still acting
+ * on an OPEN it read fails its CAS, since the state it read has changed for
+ * good (a later push has a later tag), and flock keeps out an opener midway.
  */
 #ifndef SF_CLAIM_H
 #define SF_CLAIM_H
@@ -62,6 +64,10 @@ struct sf__gate {
  * Futures are 64-byte aligned: no future has these addresses. */
 #define SF__GATE_OPENING ((sf_future *)1)
 #define SF__GATE_OPEN ((sf_future *)2)
+
+/* g's owner, while no future is pending under g's queue: closes g (Opening
+ * the gate). Takes flock (a leaf). */
+void sf__gate_close(struct sf__gate *g);
 
 /* Any thread: is g open? Acquire: pairs with the opener's release of OPEN,
  * after which the plain claim it waited for is visible to the caller's CAS. */

@@ -45,11 +45,12 @@
  * stay private, but the getter's claim opens the gate (claim.h, Opening the
  * gate): one heavy fence, after which every claim of them is a CAS too, so
  * a consumer catching up with a producer that queued a thousand blocks and
- * went on computing pays one fence, not a thousand. The flag stays set for
- * the thread's life (a pipeline keeps handing over), the gate stays open for
- * the queue's: its own claims cost a CAS from then on instead of plain
- * stores. Publishing is not submitting: idle workers still take only
- * submitted tasks.
+ * went on computing pays one fence, not a thousand. The flag stays set and
+ * the gate open for the thread's life (a pipeline keeps handing over): its
+ * own claims cost a CAS from then on instead of plain stores. A thread that
+ * takes the queue over once it is empty starts with both reset
+ * (sf__pending_adopt). Publishing is not submitting: idle workers still take
+ * only submitted tasks.
  *
  * Local futures (future.h, Tasks in caller storage). A slot may hold a
  * future in its owner's stack, marked by bit 0 of the pointer
@@ -209,12 +210,15 @@ enum sf__steal_flags {
 int sf__pending_init(struct sf__pending *q, int id, uint64_t first);
 /* Frees the rings. Nobody may use q any more. */
 void sf__pending_destroy(struct sf__pending *q);
-/* The calling thread takes over q, whose owner has exited (debug check). */
+/* The calling thread takes over q, whose owner has exited and which holds
+ * no pending task (registry.c): it starts afresh, its pushes private and
+ * its gate closed (Handed-over futures). */
 static inline void sf__pending_adopt(struct sf__pending *q)
 {
     SF__OWNER_SET(q);
-    /* Relaxed: a hint (Handed-over futures); the new thread starts afresh. */
+    /* Relaxed: a hint (Handed-over futures). */
     atomic_store_explicit(&q->push_public, 0, memory_order_relaxed);
+    sf__gate_close(&q->gate);
 }
 
 /* Is s the state of a future that is pending in q? */

@@ -216,6 +216,99 @@ END_TEST
 START_TEST(owner_gets_a_queue_it_handed_over_two_threads) { hand_over_a_queue(2, 1); }
 END_TEST
 
+/* A queue whose gate was opened outlives its thread: a producer queues
+ * ADOPT_N tasks, a consumer gets them all (opening the producer's gate) and
+ * the producer exits. A new thread takes its struct over, queue included:
+ * the gate is closed again, so its fork-join claims are plain, and it hands
+ * its own tasks to the same consumer, whose first get opens the gate anew
+ * while the new thread gets them too, newest first. Every task runs once,
+ * every value exact. */
+#define ADOPT_N (ROUNDS / 4)
+static sf_future *adopt_a[ADOPT_N], *adopt_c[ADOPT_N];
+static atomic_int a_ready, a_taken, c_ready, runs_c[ADOPT_N];
+static int idx_a, idx_c;
+
+static void *counted_c(void *arg)
+{
+    atomic_fetch_add(&runs_c[(long)arg], 1);
+    return (void *)((long)arg * 2 + 1);
+}
+
+static void *first_producer(void *arg)
+{
+    (void)arg;
+    idx_a = sf_thread_index();
+    for (long i = 0; i < ADOPT_N; i++)
+        adopt_a[i] = sf_do(counted, (void *)i);
+    atomic_store(&a_ready, 1);
+    while (atomic_load(&a_taken) < ADOPT_N)
+        ;
+    return NULL; /* exits with its queue empty: its struct may be taken over */
+}
+
+static void *second_producer(void *arg)
+{
+    (void)arg;
+    idx_c = sf_thread_index();
+    if ((long)tu_fib((void *)15L) != tu_fib_exact(15))
+        atomic_fetch_add(&wrong, 1);
+    for (long i = 0; i < ADOPT_N; i++)
+        adopt_c[i] = sf_do(counted_c, (void *)i);
+    atomic_store(&c_ready, 1);
+    for (long i = ADOPT_N - 1; i >= 0; i--)
+        if (sf_get(adopt_c[i]) != (void *)(i * 2 + 1))
+            atomic_fetch_add(&wrong, 1);
+    if ((long)tu_fib((void *)15L) != tu_fib_exact(15))
+        atomic_fetch_add(&wrong, 1);
+    return NULL;
+}
+
+static void *adopt_consumer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&a_ready))
+        ;
+    for (long i = 0; i < ADOPT_N; i++) {
+        if (sf_get(adopt_a[i]) != (void *)(i * 2 + 1))
+            atomic_fetch_add(&wrong, 1);
+        atomic_fetch_add(&a_taken, 1);
+    }
+    while (!atomic_load(&c_ready))
+        ;
+    for (long i = 0; i < ADOPT_N; i++)
+        if (sf_get(adopt_c[i]) != (void *)(i * 2 + 1))
+            atomic_fetch_add(&wrong, 1);
+    return NULL;
+}
+
+START_TEST(a_queue_taken_over_starts_with_its_gate_closed)
+{
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    pthread_t a, b, c;
+    ck_assert_int_eq(pthread_create(&b, NULL, adopt_consumer, NULL), 0);
+    ck_assert_int_eq(pthread_create(&a, NULL, first_producer, NULL), 0);
+    ck_assert_int_eq(pthread_join(a, NULL), 0);
+    ck_assert_int_eq(pthread_create(&c, NULL, second_producer, NULL), 0);
+    ck_assert_int_eq(pthread_join(c, NULL), 0);
+    ck_assert_int_eq(pthread_join(b, NULL), 0);
+    ck_assert_int_eq(idx_c, idx_a); /* the same struct, queue and gate */
+    ck_assert_int_eq(atomic_load(&wrong), 0);
+    for (long i = 0; i < ADOPT_N; i++) {
+        if (atomic_load(&runs[i]) != 1 || atomic_load(&runs_c[i]) != 1)
+            ck_abort_msg("task %ld ran %d and %d times, want 1 and 1", i, atomic_load(&runs[i]),
+                         atomic_load(&runs_c[i]));
+        sf_release(adopt_a[i]);
+        sf_release(adopt_c[i]);
+    }
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 2 * ADOPT_N + 2 * tu_fib_tasks(15));
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, s.created);
+    ck_assert_uint_eq(s.discarded, 0);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *claim_suite(void)
 {
     Suite *s = suite_create("claim");
@@ -227,6 +320,7 @@ static Suite *claim_suite(void)
     tcase_add_test(tc, consumer_catches_up_with_a_busy_producer);
     tcase_add_test(tc, owner_gets_a_queue_it_handed_over);
     tcase_add_test(tc, owner_gets_a_queue_it_handed_over_two_threads);
+    tcase_add_test(tc, a_queue_taken_over_starts_with_its_gate_closed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -682,9 +682,10 @@ START_TEST(handed_claim_opens_the_gate)
     ck_assert_ptr_eq(sf__pending_steal(&q, SF__STEAL_PRIVATE, SF__REGION_ANY, UINT64_MAX, &claimed),
                      &fs[3]);
     ck_assert_uint_eq(sf__status(st(&fs[3])), SF__RUNNING);
-    /* The gate stays open for the queue's life, across an adoption. */
+    /* A thread that takes the queue over, empty, finds the gate closed. */
     sf__pending_adopt(&q);
-    ck_assert_ptr_eq(atomic_load(&q.gate.foreign), SF__GATE_OPEN);
+    ck_assert_ptr_null(atomic_load(&q.gate.foreign));
+    ck_assert_int_eq(atomic_load(&q.push_public), 0);
 }
 END_TEST
 
@@ -724,11 +725,10 @@ START_TEST(opening_gate_races_owner_claims)
     ck_assert_int_eq(pthread_create(&th, NULL, opener, NULL), 0);
     int owner_wins = 0;
     for (int r = 1; r <= ROUNDS; r++) {
-        /* The opener is between rounds: a fresh, closed gate, and pushes
-         * that stay private. */
-        sf__gate_destroy(&q.gate);
-        sf__gate_init(&q.gate);
+        /* The opener is between rounds and the queue empty: taking it
+         * over closes the gate and makes pushes private again. */
         sf__pending_adopt(&q);
+        ck_assert_ptr_null(atomic_load(&q.gate.foreign));
         sf_future *f[2] = {&fs[(2 * r) % NF], &fs[(2 * r + 1) % NF]};
         for (int k = 0; k < 2; k++) {
             atomic_store(&f[k]->state, SF__FREE);
