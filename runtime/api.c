@@ -240,8 +240,10 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
             uint64_t queued = s; /* the claim overwrites s; the trace names the task */
             bool mine = me != NULL && sf__pending_holds(&me->q, s);
             struct sf__pending *q = sf__queue_of(s);
+            /* By its handle, as a get: another thread's private task opens
+             * its owner's gate (pending.h, Handed-over futures). */
             if (mine ? sf__pending_claim_own(q, f, &s, SF__FREE)
-                     : sf__pending_claim_foreign(q, f, &s, SF__FREE)) {
+                     : sf__pending_claim_handed(q, f, &s, SF__FREE)) {
                 if (mine)
                     sf__pending_trim(q, f);
                 /* A batch task: its batch stays until this discard is
@@ -437,7 +439,7 @@ SF_EXPORT int sf_cancel(sf_future *f)
             bool mine = sf__pending_holds(&me->q, s);
             struct sf__pending *q = sf__queue_of(s);
             if (mine ? sf__pending_claim_own(q, f, &s, run)
-                     : sf__pending_claim_foreign(q, f, &s, run)) {
+                     : sf__pending_claim_handed(q, f, &s, run)) {
                 if (mine)
                     sf__pending_trim(q, f);
                 sf__run_cancelled(me, f, run);

@@ -161,9 +161,15 @@ static atomic_int handed_ready, handed_got;
 
 static void *catch_up(void *arg)
 {
-    (void)arg;
     while (!atomic_load(&handed_ready))
         ;
+    if (arg != NULL) { /* drops them all, unrun (own_too = 2) */
+        for (long i = 0; i < BATCH; i++) {
+            sf_release(handed[i]);
+            atomic_fetch_add(&handed_got, 1);
+        }
+        return NULL;
+    }
     for (long i = 0; i < BATCH; i++) {
         if (sf_get(handed[i]) != (void *)(i * 2 + 1))
             atomic_fetch_add(&wrong, 1);
@@ -172,6 +178,8 @@ static void *catch_up(void *arg)
     return NULL;
 }
 
+/* own_too = 2: the consumer releases every future instead, and the
+ * producer computes; none runs. */
 static void hand_over_a_queue(int threads, int own_too)
 {
     tu_env_threads(threads);
@@ -179,13 +187,13 @@ static void hand_over_a_queue(int threads, int own_too)
     atomic_store(&handed_ready, 0);
     atomic_store(&handed_got, 0);
     pthread_t tid;
-    ck_assert_int_eq(pthread_create(&tid, NULL, catch_up, NULL), 0);
+    ck_assert_int_eq(pthread_create(&tid, NULL, catch_up, own_too == 2 ? (void *)1 : NULL), 0);
     for (long i = 0; i < BATCH; i++) {
         handed[i] = sf_do(counted, (void *)i);
         ck_assert_ptr_nonnull(handed[i]);
     }
     atomic_store(&handed_ready, 1);
-    if (own_too) {
+    if (own_too == 1) {
         for (long i = BATCH - 1; i >= 0; i--)
             ck_assert_ptr_eq(sf_get(handed[i]), (void *)(i * 2 + 1));
     } else {
@@ -195,15 +203,17 @@ static void hand_over_a_queue(int threads, int own_too)
     }
     ck_assert_int_eq(pthread_join(tid, NULL), 0);
     ck_assert_int_eq(atomic_load(&wrong), 0);
+    int want = own_too == 2 ? 0 : 1;
     for (long i = 0; i < BATCH; i++) {
-        if (atomic_load(&runs[i]) != 1)
-            ck_abort_msg("task %ld ran %d times, want 1", i, atomic_load(&runs[i]));
-        sf_release(handed[i]);
+        if (atomic_load(&runs[i]) != want)
+            ck_abort_msg("task %ld ran %d times, want %d", i, atomic_load(&runs[i]), want);
+        if (own_too != 2)
+            sf_release(handed[i]);
     }
     sf_stats s = tu_stats_quiet();
     ck_assert_uint_eq(s.created, BATCH);
-    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, BATCH);
-    ck_assert_uint_eq(s.discarded, 0);
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, own_too == 2 ? 0 : BATCH);
+    ck_assert_uint_eq(s.discarded, own_too == 2 ? BATCH : 0);
     sf_shutdown();
 }
 
@@ -214,6 +224,9 @@ START_TEST(owner_gets_a_queue_it_handed_over) { hand_over_a_queue(1, 1); }
 END_TEST
 
 START_TEST(owner_gets_a_queue_it_handed_over_two_threads) { hand_over_a_queue(2, 1); }
+END_TEST
+
+START_TEST(consumer_releases_a_queue_unrun) { hand_over_a_queue(2, 2); }
 END_TEST
 
 /* A queue whose gate was opened outlives its thread: a producer queues
@@ -320,6 +333,7 @@ static Suite *claim_suite(void)
     tcase_add_test(tc, consumer_catches_up_with_a_busy_producer);
     tcase_add_test(tc, owner_gets_a_queue_it_handed_over);
     tcase_add_test(tc, owner_gets_a_queue_it_handed_over_two_threads);
+    tcase_add_test(tc, consumer_releases_a_queue_unrun);
     tcase_add_test(tc, a_queue_taken_over_starts_with_its_gate_closed);
     suite_add_tcase(s, tc);
     return s;
