@@ -3,14 +3,21 @@
  *
  * A task the owner has not published is private: the owner claims it with
  * plain stores, and any other thread that needs that very future (a foreign
- * sf_get, a foreign sf_release, a helper that takes private work after
- * spinning) claims it through the Dekker protocol with the owner. These tests
- * make the owner and several foreign threads race for the same private
+ * sf_get, sf_release or sf_cancel, a helper that takes private work after
+ * spinning) claims it through the Dekker protocol with the owner; a claim by
+ * handle also opens the owner's gate and asks it to publish its pushes, so
+ * later rounds race a CAS against the owner's claim (claim.h, Opening the
+ * gate; the protocol's race round after round is test_pending's
+ * owner_and_foreign_claim_race, the opening's opening_gate_races_owner_claims).
+ * These tests make the owner and several foreign threads race for the same
  * future over and over, in lock step, and check that every task ran exactly
  * once and that a future released by a foreign thread while the owner gets
  * another one is discarded exactly once. A broken protocol shows up as a
  * count of 2 (both claimed) or 0 (nobody did); ThreadSanitizer builds see the
- * double run as a race on the future's value.
+ * double run as a race on the future's value. The last ones hand a queue of
+ * private tasks over at once: the first claim by handle opens the owner's
+ * gate, and the owner's own gets race the consumer's; and a thread that takes
+ * an exited thread's queue over finds the gate closed again.
  */
 #include "testutil.h"
 
