@@ -29,23 +29,24 @@
  * f's state, so the owner's plain store cannot be lost - unless the gate is
  * open (below), when the owner claims by CAS too.
  *
- * Opening the gate. A thread that gets another thread's private futures by
- * their handles (a consumer catching up with a busy producer) would pay the
- * heavy fence for each. Instead its first claim opens the gate, for good
- * (sf__claim_private_open): under flock it sets `foreign` to OPENING, issues
- * the heavy fence, waits for the plain claim the owner may be making (the one
- * named in `claiming`; later ones see OPENING), then sets OPEN. From then on
- * every claim of the queue's private tasks - the owner's included - is a CAS,
- * with no fence and no lock: the owner's claim, which tests `foreign` for
- * NULL, turns to sf__claim_private_contended, which sees OPENING or OPEN and
- * CASes. The membarrier argument above, with OPENING for f, gives: either the
- * owner sees OPENING and CASes, or the opener sees its claim and waits it
- * out. Only after that wait does any other thread claim by CAS through the
- * gate (it must see OPEN, set after the wait). A gate stays open while its
- * queue lives, and closes (sf__gate_close) only when the queue holds no
- * pending task, as a new thread takes it over: then a claimer still acting
- * on an OPEN it read fails its CAS, since the state it read has changed for
- * good (a later push has a later tag), and flock keeps out an opener midway.
+ * Opening the gate. A thread that gets (or releases, or cancels) another
+ * thread's private futures by their handles (a consumer catching up with a
+ * busy producer) would pay the heavy fence for each. Instead its first claim
+ * opens the gate (sf__claim_private_open): under flock it sets `foreign` to
+ * OPENING, issues the heavy fence, waits for the plain claim the owner may
+ * be making (the one named in `claiming`; later ones see OPENING), then sets
+ * OPEN. From then on every claim of the queue's private tasks - the owner's
+ * included - is a CAS, with no fence and no lock: the owner's claim, which
+ * tests `foreign` for NULL, turns to sf__claim_private_contended, which sees
+ * OPENING or OPEN and CASes. The membarrier argument above, with OPENING for
+ * f, gives: either the owner sees OPENING and CASes, or the opener sees its
+ * claim and waits it out. Only after that wait does any other thread claim
+ * by CAS through the gate (it must see OPEN, set after the wait). A gate
+ * stays open while its queue lives, and closes (sf__gate_close) only when
+ * the queue holds no pending task, as a new thread takes it over: then a
+ * claimer still acting on an OPEN it read fails its CAS, since the state it
+ * read has changed for good (a later push has a later tag), and flock keeps
+ * out an opener midway.
  */
 #ifndef SF_CLAIM_H
 #define SF_CLAIM_H

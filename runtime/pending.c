@@ -418,10 +418,9 @@ void sf__pending_trim_slow(struct sf__pending *q, sf_future *slot)
  * counter's bits along (Stale slots) and its future its new index; i >=
  * pub_idx since f's slot was marked, so no marked slot lands below pub_idx
  * (Local futures); and only the owner reads marked slots, so the order of
- * the stores is nobody else's business. Tasks in
- * caller storage are never claimed by thieves where they lie, so the order
- * of the queue matters to its owner alone: its pops while it helps take
- * whatever is newest.
+ * the stores is nobody else's business. Tasks in caller storage are never
+ * claimed by thieves where they lie, so the order of the queue matters to
+ * its owner alone: its pops while it helps take whatever is newest.
  *
  * Otherwise (the newest slot is a slab future, or finished) f's slot is
  * cleared first, since its memory is about to be the caller's again (Local

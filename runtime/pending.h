@@ -36,9 +36,9 @@
  *
  * Handed-over futures. A get (or a release, or a cancel) of another
  * thread's private future by its handle (a pipeline: one thread queues
- * blocks while it computes, another gets them) must take the gate, whose heavy fence interrupts a running
- * owner (tens of microseconds on a VM), and the owner may never get
- * anything, so `want` would go unheard. Such a getter sets `push_public`
+ * blocks while it computes, another gets them) must take the gate, whose
+ * heavy fence interrupts a running owner (tens of microseconds on a VM), and
+ * the owner may never get anything, so `want` would go unheard. Such a getter sets `push_public`
  * (sf__pending_ask_public) before it takes the gate; from then on the
  * owner's every push publishes its queue (pub_seq = seq), so the getters of
  * its later tasks claim them by CAS. The tasks it queued before the request
@@ -427,8 +427,9 @@ static inline bool sf__pending_claim_foreign(struct sf__pending *q, sf_future *f
 
 /*
  * Any thread but q's owner, taking f, pending in q with state *sp, by its
- * handle (a get, release or cancel: Handed-over futures): sf__pending_claim_foreign that asks
- * the owner to publish its pushes from now on and leaves q's gate open.
+ * handle (a get, release or cancel: Handed-over futures): as
+ * sf__pending_claim_foreign, and it asks the owner to publish its pushes
+ * from now on and leaves q's gate open.
  */
 static inline bool sf__pending_claim_handed(struct sf__pending *q, sf_future *f, uint64_t *sp,
                                             uint64_t to)
