@@ -236,6 +236,52 @@ END_TEST
 START_TEST(consumer_releases_a_queue_unrun) { hand_over_a_queue(2, 2); }
 END_TEST
 
+/* Eight consumers get a busy producer's queued tasks at once, each every
+ * eighth: several race to open the gate (one opens it under flock, the
+ * others find it open) and then CAS against each other. Every task runs
+ * once. */
+#define CONSUMERS 8
+static atomic_int consumers_done;
+
+static void *slice_consumer(void *arg)
+{
+    long k = (long)arg;
+    while (!atomic_load(&handed_ready))
+        ;
+    for (long i = k; i < BATCH; i += CONSUMERS)
+        if (sf_get(handed[i]) != (void *)(i * 2 + 1))
+            atomic_fetch_add(&wrong, 1);
+    atomic_fetch_add(&consumers_done, 1);
+    return NULL;
+}
+
+START_TEST(many_consumers_open_one_gate)
+{
+    tu_env_threads(2);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    pthread_t tid[CONSUMERS];
+    for (long k = 0; k < CONSUMERS; k++)
+        ck_assert_int_eq(pthread_create(&tid[k], NULL, slice_consumer, (void *)k), 0);
+    for (long i = 0; i < BATCH; i++)
+        ck_assert_ptr_nonnull(handed[i] = sf_do(counted, (void *)i));
+    atomic_store(&handed_ready, 1);
+    while (atomic_load(&consumers_done) < CONSUMERS) /* computing: no libsf call */
+        ;
+    for (int k = 0; k < CONSUMERS; k++)
+        ck_assert_int_eq(pthread_join(tid[k], NULL), 0);
+    ck_assert_int_eq(atomic_load(&wrong), 0);
+    for (long i = 0; i < BATCH; i++) {
+        if (atomic_load(&runs[i]) != 1)
+            ck_abort_msg("task %ld ran %d times, want 1", i, atomic_load(&runs[i]));
+        sf_release(handed[i]);
+    }
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, BATCH);
+    ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, BATCH);
+    sf_shutdown();
+}
+END_TEST
+
 /* A queue whose gate was opened outlives its thread: a producer queues
  * ADOPT_N tasks, a consumer gets them all (opening the producer's gate) and
  * the producer exits. A new thread takes its struct over, queue included:
@@ -341,6 +387,7 @@ static Suite *claim_suite(void)
     tcase_add_test(tc, owner_gets_a_queue_it_handed_over);
     tcase_add_test(tc, owner_gets_a_queue_it_handed_over_two_threads);
     tcase_add_test(tc, consumer_releases_a_queue_unrun);
+    tcase_add_test(tc, many_consumers_open_one_gate);
     tcase_add_test(tc, a_queue_taken_over_starts_with_its_gate_closed);
     suite_add_tcase(s, tc);
     return s;
