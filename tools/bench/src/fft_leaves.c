@@ -253,6 +253,24 @@ static fftw_complex *buffers(const fftl_plan *p, fftw_complex **own)
 #define PREFETCH(p) ((void)(p))
 #endif
 
+/* The B columns starting at m of a matrix of `rows` rows, `stride` points
+ * apart, into a as B contiguous transforms of `rows` points (both passes). */
+static inline void gather(fftw_complex *restrict a, const fftw_complex *m, size_t rows,
+                          size_t stride)
+{
+    for (size_t j = 0; j < rows; j++) {
+        const fftw_complex *src = m + j * stride;
+        if (j + PD < rows) {
+            PREFETCH(src + PD * stride);
+            PREFETCH(src + PD * stride + B - 1);
+        }
+        for (size_t c = 0; c < B; c++) {
+            a[c * rows + j][0] = src[c][0];
+            a[c * rows + j][1] = src[c][1];
+        }
+    }
+}
+
 struct run {
     const fftl_plan *p;
     const fftw_complex *in;
@@ -272,17 +290,7 @@ static void pass1(long lo, long hi, void *ctx)
     fftw_complex *b = a + p->buf;
     for (long blk = lo; blk < hi; blk++) {
         const size_t J = (size_t)blk * B;
-        for (size_t j1 = 0; j1 < n1; j1++) {
-            const fftw_complex *src = r->in + j1 * n2 + J;
-            if (j1 + PD < n1) {
-                PREFETCH(src + PD * n2);
-                PREFETCH(src + PD * n2 + B - 1);
-            }
-            for (size_t c = 0; c < B; c++) {
-                a[c * n1 + j1][0] = src[c][0];
-                a[c * n1 + j1][1] = src[c][1];
-            }
-        }
+        gather(a, r->in + J, n1, n2);
         fftw_execute_dft(p->col, a, b);
         for (size_t c = 0; c < B; c++)
             twiddle_row(p, &b[c * n1][0], &r->out[(J + c) * n1][0], J + c, n1);
@@ -303,17 +311,7 @@ static void pass2(long lo, long hi, void *ctx)
     fftw_complex *b = a + p->buf;
     for (long blk = lo; blk < hi; blk++) {
         const size_t K = (size_t)blk * B;
-        for (size_t j2 = 0; j2 < n2; j2++) {
-            const fftw_complex *src = r->out + j2 * n1 + K;
-            if (j2 + PD < n2) {
-                PREFETCH(src + PD * n1);
-                PREFETCH(src + PD * n1 + B - 1);
-            }
-            for (size_t c = 0; c < B; c++) {
-                a[c * n2 + j2][0] = src[c][0];
-                a[c * n2 + j2][1] = src[c][1];
-            }
-        }
+        gather(a, r->out + K, n2, n1);
         fftw_execute_dft(p->row, a, b);
         for (size_t k2 = 0; k2 < n2; k2++) {
             fftw_complex *dst = r->out + k2 * n1 + K;
