@@ -320,6 +320,21 @@ static void leaf_inv(void *ctx, const fft_cplx *in, fft_cplx *out)
 }
 #endif
 
+/* One run of the reverb's pipeline (reverb_run, rv's engine) at `threads`
+ * into y (len frames, zeroed first) in a runtime of its own: the seconds
+ * of reverb_run alone. */
+static double timed_pipeline(reverb *rv, reverb_source src, fft_cplx *y, size_t len, int threads)
+{
+    start(threads);
+    memset(y, 0, len * sizeof *y);
+    double t0 = now();
+    if (reverb_run(rv, src, to_buffer, y, 0, NULL) != 0)
+        die("reverb_run");
+    double t = now() - t0;
+    sf_shutdown();
+    return t;
+}
+
 static void reverb_row(double seconds, int reps, double *cell)
 {
     const double rate = 44100;
@@ -359,13 +374,7 @@ static void reverb_row(double seconds, int reps, double *cell)
             die("reverb_run_seq");
         t[SEQ][r] = now() - t0;
         for (int th = 1; th <= 2; th++) {
-            start(th);
-            memset(y, 0, len * sizeof *y);
-            t0 = now();
-            if (reverb_run(rv, src, to_buffer, y, 0, NULL) != 0)
-                die("reverb_run");
-            t[th == 1 ? SF1 : SF2][r] = now() - t0;
-            sf_shutdown();
+            t[th == 1 ? SF1 : SF2][r] = timed_pipeline(rv, src, y, len, th);
             if (memcmp(y, ref, len * sizeof *y) != 0) {
                 fprintf(stderr, "bench_fft: the reverb at %d threads differs from sequential\n",
                         th);
@@ -385,13 +394,7 @@ static void reverb_row(double seconds, int reps, double *cell)
          * transforms FFTW's: another rounding, so within a tolerance. */
         reverb_set_engine(rv, &leaves);
         for (int th = 1; th <= 2; th++) {
-            start(th);
-            memset(y, 0, len * sizeof *y);
-            t0 = now();
-            if (reverb_run(rv, src, to_buffer, y, 0, NULL) != 0)
-                die("reverb_run");
-            t[th == 1 ? LV1 : LV2][r] = now() - t0;
-            sf_shutdown();
+            t[th == 1 ? LV1 : LV2][r] = timed_pipeline(rv, src, y, len, th);
             double e = rel_error(y, ref, len);
             if (!(e < LEAF_TOLERANCE)) {
                 fprintf(stderr,
