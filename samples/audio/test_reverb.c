@@ -59,14 +59,22 @@ static double uniform(void)
     return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
 }
 
+/* n random complex input frames and a random real IR of m taps. */
+static void random_input(size_t n, size_t m, fft_cplx **x, double **h)
+{
+    *x = xmalloc(n * sizeof **x);
+    *h = xmalloc(m * sizeof **h);
+    for (size_t i = 0; i < n; i++)
+        (*x)[i] = CMPLX(uniform(), uniform());
+    for (size_t i = 0; i < m; i++)
+        (*h)[i] = uniform();
+}
+
 static void direct_case(size_t n, size_t m, size_t block, int threads)
 {
-    fft_cplx *x = xmalloc(n * sizeof *x);
-    double *h = xmalloc(m * sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        x[i] = CMPLX(uniform(), uniform());
-    for (size_t i = 0; i < m; i++)
-        h[i] = uniform();
+    fft_cplx *x;
+    double *h;
+    random_input(n, m, &x, &h);
     reverb *r = reverb_new(h, m, block, n, 64);
     size_t len = n + m - 1;
     fft_cplx *y = xmalloc(len * sizeof *y);
@@ -165,12 +173,9 @@ static void counting_inverse(void *ctx, const fft_cplx *in, fft_cplx *out)
 static void engine_case(int threads)
 {
     const size_t n = 5000, m = 900, block = 256;
-    fft_cplx *x = xmalloc(n * sizeof *x);
-    double *h = xmalloc(m * sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        x[i] = CMPLX(uniform(), uniform());
-    for (size_t i = 0; i < m; i++)
-        h[i] = uniform();
+    fft_cplx *x;
+    double *h;
+    random_input(n, m, &x, &h);
     reverb *r = reverb_new(h, m, block, n, 64);
     struct counting c = {fft_plan_new(2 * block, SIZE_MAX), 0, 0};
     if (r == NULL || c.plan == NULL) {
