@@ -18,6 +18,7 @@
 #endif
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,11 @@ static void note(pthread_t *set, atomic_int *n)
     pthread_mutex_unlock(&note_lock);
 }
 
-/* Runs until it sees the cancellation (or WAIT_MS pass). */
-static void polling_body(long i, void *ctx)
+/* A task or loop body of the tree: notes where it ran and that it started,
+ * then waits until it sees the cancellation (true: noted in saw/seen_on)
+ * or WAIT_MS pass (false: counted in timeouts). */
+static bool ran_then_saw_cancel(void)
 {
-    (void)i;
-    (void)ctx;
-    if (atomic_load(&cancel_done))
-        atomic_fetch_add(&after_cancel, 1);
     note(ran_on, &nran);
     atomic_fetch_add(&started, 1);
     double end = tu_now_ms() + (double)WAIT_MS;
@@ -68,13 +67,23 @@ static void polling_body(long i, void *ctx)
         if (sf_cancelled()) {
             atomic_fetch_add(&saw, 1);
             note(seen_on, &nseen);
-            if (sf_cancelled() != 1) /* it stays asked */
-                atomic_fetch_add(&not_cancelled, 1);
-            return;
+            return true;
         }
         tu_sleep_ms(1);
     }
     atomic_fetch_add(&timeouts, 1);
+    return false;
+}
+
+/* Runs until it sees the cancellation (or WAIT_MS pass). */
+static void polling_body(long i, void *ctx)
+{
+    (void)i;
+    (void)ctx;
+    if (atomic_load(&cancel_done))
+        atomic_fetch_add(&after_cancel, 1);
+    if (ran_then_saw_cancel() && sf_cancelled() != 1) /* it stays asked */
+        atomic_fetch_add(&not_cancelled, 1);
 }
 
 /* An inner loop of one index per thread, in each outer body. */
@@ -171,19 +180,7 @@ END_TEST
 static void *waits_for_cancel(void *arg)
 {
     (void)arg;
-    note(ran_on, &nran);
-    atomic_fetch_add(&started, 1);
-    double end = tu_now_ms() + (double)WAIT_MS;
-    while (tu_now_ms() < end) {
-        if (sf_cancelled()) {
-            atomic_fetch_add(&saw, 1);
-            note(seen_on, &nseen);
-            return (void *)1L;
-        }
-        tu_sleep_ms(1);
-    }
-    atomic_fetch_add(&timeouts, 1);
-    return (void *)0L;
+    return (void *)(long)ran_then_saw_cancel();
 }
 
 /* A task of the tree says it runs (`started`, which the canceller waits
