@@ -7,8 +7,6 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +16,6 @@
 #ifndef SFTRACE_BIN
 #error "SFTRACE_BIN, the path of the built tools/sftrace/sftrace, comes from tests/local.mk"
 #endif
-
-extern char **environ;
 
 /* A plain pthread (it never calls libsf otherwise) that sets or fails a
  * promise after a pause. */
@@ -579,22 +575,11 @@ static void *set_in_task(void *arg)
  * 0, else the test fails quoting its stderr. */
 static void sftrace_run(const char *a, const char *b, const char *trace)
 {
-    char err[256];
-    tu_tmp_path(err, sizeof err, "sftrace-err");
-    posix_spawn_file_actions_t fa;
-    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
-                                                      0600), 0);
     char *argv[] = {(char *)SFTRACE_BIN, (char *)a, (char *)(b != NULL ? b : trace),
                     (char *)(b != NULL ? trace : NULL), NULL};
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    char *e = tu_read_file(err);
-    unlink(err);
+    char *o, *e;
+    int status = tu_run_capture(argv, &o, &e);
+    free(o);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace %s %s %s:\n%s", a,
                   b != NULL ? b : "", trace, e != NULL ? e : "");
     free(e);

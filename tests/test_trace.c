@@ -12,8 +12,6 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +22,6 @@
 #error "SFTRACE_BIN, the path of the built tools/sftrace/sftrace, comes from tests/local.mk"
 #endif
 
-extern char **environ;
-
 /*
  * Runs `sftrace --check MODE TRACE` and returns its standard output
  * (malloc'd). Fails the test, quoting sftrace's list of problems, unless
@@ -34,25 +30,9 @@ extern char **environ;
  */
 static char *sftrace(const char *mode, const char *trace)
 {
-    char out[256], err[256];
-    tu_tmp_path(out, sizeof out, "sftrace-out");
-    tu_tmp_path(err, sizeof err, "sftrace-err");
-    posix_spawn_file_actions_t fa;
-    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
-                                                      0600), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
-                                                      0600), 0);
     char *argv[] = {(char *)SFTRACE_BIN, (char *)"--check", (char *)mode, (char *)trace, NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, SFTRACE_BIN, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ck_assert_msg(rc == 0, "cannot run %s: %s", SFTRACE_BIN, strerror(rc));
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    char *o = tu_read_file(out), *e = tu_read_file(err);
-    unlink(out);
-    unlink(err);
+    char *o, *e;
+    int status = tu_run_capture(argv, &o, &e);
     ck_assert_msg(o != NULL && e != NULL, "sftrace %s left no output", mode);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "sftrace --check %s %s: %s %d:\n%s", mode, trace,

@@ -148,25 +148,41 @@ size_t tu_count_prefixed(const char *s, const char *prefix)
     return n;
 }
 
-void tu_sftrace_check(const char *bin, const char *option, const char *trace)
+int tu_run_capture(char *const argv[], char **out, char **err)
 {
-    char out[256];
-    tu_tmp_path(out, sizeof out, "sftrace-out");
+    char outp[256], errp[256];
+    tu_tmp_path(outp, sizeof outp, "run-out");
+    tu_tmp_path(errp, sizeof errp, "run-err");
     posix_spawn_file_actions_t fa;
     ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
+    ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, outp, O_WRONLY | O_CREAT | O_TRUNC,
                                                       0600), 0);
-    ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, 1, 2), 0);
-    char *argv[] = {(char *)bin, (char *)"--check", (char *)(option != NULL ? option : trace),
-                    option != NULL ? (char *)trace : NULL, NULL};
+    if (err != NULL)
+        ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, errp,
+                                                          O_WRONLY | O_CREAT | O_TRUNC, 0600), 0);
+    else
+        ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, 1, 2), 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    ck_assert_msg(rc == 0, "cannot run %s: %s", bin, strerror(rc));
+    ck_assert_msg(rc == 0, "cannot run %s: %s", argv[0], strerror(rc));
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    char *o = tu_read_file(out);
-    unlink(out);
+    *out = tu_read_file(outp);
+    unlink(outp);
+    if (err != NULL) {
+        *err = tu_read_file(errp);
+        unlink(errp);
+    }
+    return status;
+}
+
+void tu_sftrace_check(const char *bin, const char *option, const char *trace)
+{
+    char *argv[] = {(char *)bin, (char *)"--check", (char *)(option != NULL ? option : trace),
+                    option != NULL ? (char *)trace : NULL, NULL};
+    char *o;
+    int status = tu_run_capture(argv, &o, NULL);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sftrace --check %s%s%s: %s",
                   option != NULL ? option : "", option != NULL ? " " : "", trace,
                   o != NULL ? o : "(no output)");

@@ -59,6 +59,11 @@ char *tu_read_file(const char *path);    /* whole file, NUL-terminated; NULL if 
 /* A unique path under $TMPDIR (or /tmp) that does not exist yet. */
 void tu_tmp_path(char *buf, size_t size, const char *tag);
 int tu_file_exists(const char *path);
+/* Runs argv[0] with arguments argv (NULL-terminated) and returns its wait
+ * status, its standard output in *out and its standard error in *err
+ * (malloc'd; NULL if unreadable). err NULL: standard error goes into *out.
+ * Fails the test if the program cannot start. */
+int tu_run_capture(char *const argv[], char **out, char **err);
 /* Runs `bin --check [option] trace` (bin: tools/sftrace/sftrace, SFTRACE_BIN
  * from tests/local.mk; option NULL for none, or one more, as "--counts") and
  * fails the test, quoting its output, unless it exits 0: the trace is
