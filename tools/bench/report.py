@@ -647,9 +647,13 @@ def main():
     P("")
     P("%d met, %d missed, %d not measured." % (met, missed, unk))
     P("")
-    P("Chart of the ratios to oneTBB: `latest.svg` next to this file.")
-    # A developer's explanation of the misses, kept beside the results.
-    misses = os.path.join(os.path.dirname(md_path), "misses.md")
+    P("Chart of the ratios to oneTBB: `%s` next to this file." % os.path.basename(svg_path))
+    # A developer's explanation of the misses, kept beside the results:
+    # misses.md for latest.md, NAME-misses.md for a run named NAME (run
+    # --name), so that one machine's explanations never land under another's.
+    name = os.path.basename(md_path)[:-len(".md")] if md_path.endswith(".md") else md_path
+    misses = os.path.join(os.path.dirname(md_path),
+                          "misses.md" if name == "latest" else name + "-misses.md")
     if os.path.exists(misses):
         P("")
         P("## Why the misses")
