@@ -398,7 +398,9 @@ static void fill_frame(struct frame *f, struct sf__ctx *c, void (*start)(struct 
 
 /* ---- The sanitizers' halves of a switch ---- */
 
-/* Before the jump, on `from`'s stack. */
+#if !BARE
+/* Before the jump, on `from`'s stack. (A bare build's switch is the jump
+ * alone, SWITCH_ALIASES: nothing calls this there.) */
 static inline void leave(struct sf__ctx *from, struct sf__ctx *to, bool final)
 {
 #if ASAN
@@ -417,6 +419,7 @@ static inline void leave(struct sf__ctx *from, struct sf__ctx *to, bool final)
 #endif
     (void)from, (void)to, (void)final;
 }
+#endif
 
 /* After the jump, on `self`'s stack: `self` has just been switched to.
  * fake_stack: what leave saved when self was left; NULL at its start. */

@@ -27,6 +27,14 @@
 
 typedef double complex fft_cplx;
 
+/* C11's CMPLX(x, y), which glibc's complex.h defines only for compilers with
+ * gcc's __builtin_complex (clang 14 has none): the same value through a
+ * union, since C11 lays a complex out as an array of its two parts - exact
+ * for every pair, where x + y * I would change signed zeros and infinities. */
+#ifndef CMPLX
+#define CMPLX(x, y) ((union { fft_cplx z; double p[2]; }){.p = {(double)(x), (double)(y)}}.z)
+#endif
+
 typedef struct fft_plan fft_plan;
 
 /* The default cutoff (why this one: fft.c): transforms and butterfly passes
