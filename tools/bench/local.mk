@@ -84,6 +84,12 @@ endif
 tools_bench_bench_fft_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples $(FFTW_CFLAGS)
 tools_bench_bench_fft_LDADD = samples/audio/libsfaudio.la $(FFTW_THREADS_LIBS) $(FFTW_LIBS) -lm
 tools_bench_bench_fft_LDFLAGS = -static
+if SF_FFTW
+# make check runs its check mode: the FFTW-leaf engine against FFTW.
+check_PROGRAMS += tools/bench/bench_fft
+TESTS += tools/bench/test-fft-leaves.sh
+endif
+EXTRA_DIST += tools/bench/test-fft-leaves.sh
 
 # The cost of a fiber switch (runtime/fiber.h), linked against the internal
 # convenience library as tests/test_fiber is; no peer.
