@@ -236,7 +236,11 @@ static void *uts(void *arg)
     if (P.work)
         bench_spin(node, P.work);
     int k = uts_children(node, bench_in.uts_kind, P.b0, P.q_ppm, P.depth);
-    handle buf[UTS_MAX_CHILDREN], *c = buf;
+    /* As many handles as children, as a program would keep them: an sf_task
+     * is 64 bytes, so a fixed array of UTS_MAX_CHILDREN would put 4 KiB in
+     * every frame of a tree 1,885 levels deep (uts-t3). The T3 root's
+     * thousands go to the heap. */
+    handle buf[k >= 1 && k <= UTS_MAX_CHILDREN ? k : 1], *c = buf;
     if (k > UTS_MAX_CHILDREN && !(c = malloc((size_t)k * sizeof *c))) /* the T3 root */
         exit(3);
     for (int i = 0; i < k; i++)
