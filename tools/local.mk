@@ -62,3 +62,7 @@ EXTRA_DIST += tools/soak
 # runtime/fiber.c on aarch64 under qemu-user, with a standalone driver (no
 # Check there); run by hand, it needs a cross compiler (its top comment).
 EXTRA_DIST += tools/check-fiber-cross tools/fiber_cross.c
+
+# The whole suite on aarch64 under qemu-user, each failure checked against
+# the x86-64 program under qemu-x86_64; run by hand (tools/deps --arm64).
+EXTRA_DIST += tools/check-arm64
