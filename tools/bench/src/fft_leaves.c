@@ -223,8 +223,9 @@ static void twiddle_row(const fftl_plan *p, const double *restrict src, double *
 }
 
 /* The calling thread's two buffers (a, then b = a + buf), or, for a thread
- * past the slots, fresh ones that the caller frees (*own). NULL when out of
- * memory. Slot i is touched only by the thread holding sf_thread_index() i,
+ * past the slots, fresh ones that the caller frees (*own). Called by the loop
+ * bodies only: out of memory, it fails the body (sf_fail, ENOMEM) and returns
+ * NULL. Slot i is touched only by the thread holding sf_thread_index() i,
  * unique among live threads, and a body uses it with no libsf call
  * between its gather and its scatter, so no two bodies share one. */
 static fftw_complex *buffers(const fftl_plan *p, fftw_complex **own)
@@ -234,9 +235,13 @@ static fftw_complex *buffers(const fftl_plan *p, fftw_complex **own)
     if (i >= 0 && i < SLOTS) {
         if (p->scratch[i] == NULL)
             p->scratch[i] = fftw_malloc(2 * p->buf * sizeof *p->scratch[i]);
-        return p->scratch[i];
+        if (p->scratch[i] != NULL)
+            return p->scratch[i];
+    } else if ((*own = fftw_malloc(2 * p->buf * sizeof **own)) != NULL) {
+        return *own;
     }
-    return *own = fftw_malloc(2 * p->buf * sizeof **own);
+    sf_fail(ENOMEM, "fft_leaves: no memory for a buffer");
+    return NULL;
 }
 
 /* A gather touches a new page and new lines at every row, 16 n2 or 16 n1
@@ -283,10 +288,8 @@ static void pass1(long lo, long hi, void *ctx)
     const fftl_plan *p = r->p;
     const size_t n1 = p->n1, n2 = p->n2;
     fftw_complex *own, *a = buffers(p, &own);
-    if (a == NULL) {
-        sf_fail(ENOMEM, "fft_leaves: no memory for a buffer");
+    if (a == NULL)
         return;
-    }
     fftw_complex *b = a + p->buf;
     for (long blk = lo; blk < hi; blk++) {
         const size_t J = (size_t)blk * B;
@@ -304,10 +307,8 @@ static void pass2(long lo, long hi, void *ctx)
     const fftl_plan *p = r->p;
     const size_t n1 = p->n1, n2 = p->n2;
     fftw_complex *own, *a = buffers(p, &own);
-    if (a == NULL) {
-        sf_fail(ENOMEM, "fft_leaves: no memory for a buffer");
+    if (a == NULL)
         return;
-    }
     fftw_complex *b = a + p->buf;
     for (long blk = lo; blk < hi; blk++) {
         const size_t K = (size_t)blk * B;
