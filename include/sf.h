@@ -117,7 +117,9 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
 
 /* Returns fn(arg) of f's task. Submits this thread's pending tasks, runs f's
  * task here if it has not started, else helps with other work until it is done
- * (docs/waiting.md). Any thread may get any future it holds, any number of
+ * (docs/waiting.md). Called from plain code (not inside a task), it helps only
+ * with f's own work - f and the tasks made under it - so a thread that feeds
+ * promises may wait too (docs/waiting.md, Plain code's waits). Any thread may get any future it holds, any number of
  * times, concurrently too: the task runs once and every get returns its value.
  * Returns NULL with errno on failure (set errno to 0 first to tell it from a
  * task that returned NULL):
@@ -232,35 +234,47 @@ SF_EXPORT int sf_wait(sf_future *f, void **result);
 
 /* Timed waits (docs/waiting.md, Timed waits and wait-any). seconds: 0 polls;
  * 10^9 or more, or INFINITY, is no deadline; negative or NaN fails with
- * EINVAL. They run no task but one they wait for that nobody has started, so
- * they return late only (a) while that task runs, (b) inside a task, while a
- * fiber of this thread that an earlier get parked, and whose future is done,
- * runs until it waits again or ends, or (c) by a wake-up's latency. */
+ * EINVAL. With a deadline they never run a task on the calling thread: a
+ * task nobody started is offered to the pool, so at SF_THREADS=1 it waits
+ * for a later get or the shutdown. They return by the deadline plus one
+ * wake-up, or, inside a task, once a fiber of this thread that an earlier
+ * get parked, and whose wait is over, has run until it waits again or
+ * ends. With no deadline sf_wait_for() and sf_wait_all() wait as sf_wait()
+ * does, and sf_wait_any() runs tasks nobody started. */
 
 /* sf_wait() with a deadline `seconds` from the call: 0 (the result stored in
  * *result if result is not NULL) or the task's outcome code as sf_wait()
  * gives them, or ETIMEDOUT when f is not done by then: f stays valid, its
- * task goes on, and a later wait sees its outcome. Like a get it submits this
- * thread's pending tasks and runs f's task here if nobody has started it
- * (whatever the deadline: at SF_THREADS=1 nobody else would). Also EINVAL (f
- * NULL or released; seconds negative or NaN) and, whatever the deadline,
- * EDEADLK: f's task encloses this wait on this thread, or the wait closes a
- * cycle of gets (as sf_get()). f running on a parked fiber of this thread goes
- * on through (b) above. Counted in sf_stats.timeouts. */
+ * task goes on, and a later wait sees its outcome. It submits this thread's
+ * pending tasks; f's task, if nobody started it, is left to the pool (above).
+ * Also EINVAL (f NULL or released; seconds negative or NaN) and, whatever
+ * the deadline, EDEADLK: f's task encloses this wait on this thread, or the
+ * wait closes a cycle of gets (as sf_get()). Counted in sf_stats.timeouts. */
 SF_EXPORT int sf_wait_for(sf_future *f, void **result, double seconds);
 
 /* Waits until one of fs[0 .. n) is done and stores in *which the lowest index
  * among those done when it looks. One done already: returns at once, running
  * nothing. Otherwise it submits this thread's pending tasks and, while none is
- * done, runs the lowest-index task nobody has started (claimed as sf_get()
- * would), then looks again; with only running ones left it sleeps on all of
- * them: a completion wakes it within a wake-up (Linux 5.16's futex_waitv, up
+ * done, with no deadline runs the lowest-index task nobody has started
+ * (claimed as sf_get() would), then looks again; with a deadline it runs
+ * none (above). With only running ones left it sleeps on all of them: a completion wakes it within a wake-up (Linux 5.16's futex_waitv, up
  * to 128 futures not done), else within 1 ms. Returns 0, ETIMEDOUT, EINVAL
  * (fs or which NULL, n < 1, a NULL or released entry, seconds negative or
  * NaN), EDEADLK (every future not done runs below this wait on this thread),
  * or EAGAIN, ENOMEM (as sf_get(), running one). The deadlock detector does
  * not follow it: a cycle of waits through it hangs, or times out. */
 SF_EXPORT int sf_wait_any(sf_future *const *fs, int n, double seconds, int *which);
+
+/*
+ * Waits until every one of fs[0..n) is done (finished, failed or
+ * cancelled: their outcomes are left to sf_wait or sf_get). Returns 0, or
+ * ETIMEDOUT when some are not done after `seconds` (they go on), EDEADLK
+ * when one could never finish first (a cycle of gets), or EINVAL: fs NULL
+ * with n > 0, n < 0, an entry NULL or released, seconds negative or NaN.
+ * The rules of sf_wait_for: with a deadline it runs no task here; with
+ * none (INFINITY) it waits as sf_wait does for each. n = 0 returns 0.
+ */
+SF_EXPORT int sf_wait_all(sf_future *const *fs, int n, double seconds);
 
 /* The message of a failed future (sf_fail()'s), or NULL if it has none, has
  * not failed, or f is NULL. Valid until f is released. Counts as seeing the

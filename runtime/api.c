@@ -58,8 +58,12 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
      * may read a stale future's val at any time (get.c, Deadlock). The push
      * publishes it. */
     __atomic_store_n(&f->val, arg, __ATOMIC_RELAXED);
-    /* Relaxed: published with the task by the push's release store. */
-    atomic_store_explicit(&f->region, sf__sched(me)->region, memory_order_relaxed);
+    /* Relaxed: published with the task by the push's release store. A task
+     * of plain code is the root of a region of its own once it starts
+     * (get.c, Plain code's waits); cur is a constant where sf_do's fast
+     * path inlines this, which has a task. */
+    atomic_store_explicit(&f->region, cur != NULL ? sf__sched(me)->region : SF__REGION_PLAIN,
+                          memory_order_relaxed);
     /* Counted before the push, so the trace's Queue column (created minus
      * started) never sees a start before its creation. */
     SF__BUMP(sf__sched(me)->c_created);
@@ -118,20 +122,27 @@ SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
 }
 
 /* sf_get from outside any call (registry.h, Calls in flight), or by a
- * thread with no struct yet. */
+ * thread with no struct yet. Plain code's get (no task runs here) goes to
+ * the slow path at once, which claims f before it submits (get.c, Plain
+ * code's waits). */
 static __attribute__((noinline)) void *get_entry(sf_future *f)
 {
-    SF__OUTERMOST("sf_get", void *, sf_get(f));
-    struct sf__thread *me = sf__enter_slow();
+    SF__OUTERMOST("sf_get", void *, get_entry(f));
+    struct sf__thread *me = sf__enter();
     if (me == NULL)
         return NULL;
     /* Acquire: as in sf_get. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
-    if (sf__trace_on)
-        return sf__get(me, f, s, true);
+    bool traced = sf__trace_on;
+    if (sf__sched(me)->cur != NULL)
+        return traced ? sf__get(me, f, s, true)
+               : sf__status(s) == SF__DONE ? (sf__done_ok(s) ? f->val : sf__get_failed(f))
+                                           : sf__get(me, f, s, false);
+    if (traced)
+        sf__trace_event(me, sf__status(s) == SF__DONE ? SF__EV_GET : SF__EV_GSTART, s, 0);
     if (sf__status(s) == SF__DONE)
         return sf__done_ok(s) ? f->val : sf__get_failed(f);
-    return sf__get(me, f, s, false);
+    return sf__get_slow(me, f, false);
 }
 
 SF_EXPORT void *sf_get(sf_future *f)

@@ -82,21 +82,37 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
      * one started before it runs to its end, the only way the wait returns
      * late besides a parked fiber resumed below and a wake-up. */
     bool timed = deadline_ns != UINT64_MAX;
+    /* A timed wait's parked fibers (park.c, Order of resumption): only one
+     * whose wait is over goes on; this one yields to it (the batch is no
+     * future to park on) and looks again when it gets the thread back. */
+    static const struct sf__park_until until = {NULL, NULL, 0, UINT64_MAX};
     unsigned rounds = 0;
     long nap = NAP_MIN_NS;
     for (;;) {
         uint64_t claimed;
         sf_future *f = NULL;
-        if (!timed || sf__now_ns() < deadline_ns)
+        /* With a deadline nothing runs here (get.c, Timed gets): the
+         * batch's tasks are eager, the pool takes them. */
+        if (!timed)
             f = sf__batch_take_from(b, &claimed);
         if (f != NULL) {
             /* Past a shutdown's deadline no task starts here either
              * (sf_shutdown_timeout; pool.h): claimed after it, so not
              * started, and completed as cancelled. */
-            if (SF__UNLIKELY(sf__pool_past_deadline()))
+            if (SF__UNLIKELY(sf__pool_past_deadline())) {
                 sf__pool_shed(me, f, claimed);
-            else
+            } else {
+                /* Plain code's wait: this thread helps, in the task, with
+                 * its own descendants only, as under plain code's get
+                 * (get.c, Plain code's waits). Relaxed: f is ours; read on
+                 * this thread. */
+                if (sf__sched(me)->cur == NULL) {
+                    uint32_t r = sf__region_new() | SF__REGION_SOFT;
+                    atomic_store_explicit(&f->region, r | SF__REGION_ROOT, memory_order_relaxed);
+                    sf__sched(me)->outer_help = r;
+                }
                 sf__run_claimed(me, f, claimed, SF__HOW_WAIT);
+            }
             rounds = 0;
             nap = NAP_MIN_NS;
             continue;
@@ -111,7 +127,8 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
         }
         /* A task of b may be parked on another fiber of this thread (a get
          * helped with it): it goes on only here, while we wait (park.c). */
-        if (sf__park_any(me) && sf__park_resume_ready(me, NULL)) {
+        if (sf__park_any(me) && (timed ? sf__park_resume_done(me, &until)
+                                       : sf__park_resume_ready(me, NULL))) {
             rounds = 0;
             nap = NAP_MIN_NS;
             continue;

@@ -288,21 +288,46 @@ static bool stack_exhausted(const struct sf__thread *me)
  * waits; only idle workers (and the loop's own threads) take them. A body
  * may get a future made outside the loop (tests/test_combined).
  */
-static _Atomic uint32_t last_region;
+uint32_t sf__region_new_closed(void) { return sf__region_new() | SF__REGION_CLOSED; }
 
-static uint32_t new_region(void)
-{
-    /* Relaxed: only uniqueness matters. 0 means "none", and the closed bit
-     * is the caller's to add (pending.h, Regions): both skipped on wrap. */
-    uint32_t r;
-    do
-        r = (atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1) &
-            ~SF__REGION_CLOSED;
-    while (r == 0 || r == ~SF__REGION_CLOSED);
-    return r;
-}
-
-uint32_t sf__region_new_closed(void) { return new_region() | SF__REGION_CLOSED; }
+/*
+ * Plain code's waits. A wait called by plain code (no task runs on the
+ * thread: main, a thread of the program's) is an outermost call, which
+ * leaves nothing parked on its thread when it returns (park.c): it drains
+ * what its thread helped with first. So whatever it helped with must be
+ * able to end without this thread going on past the call - and a task the
+ * program made for other reasons may wait for exactly that: a thread that
+ * feeds promises and waits for results (an I/O loop, an MPI rank, an audio
+ * host) sets promise k only after its wait returns, and a task it helped
+ * with may wait for promise k. Java's ForkJoinPool never lets an external
+ * join run unrelated tasks for this reason. So plain code's waits help with
+ * the work of what they wait for and nothing else:
+ *   - a get of f that has not started claims f first and only then submits
+ *     its thread's queue (a worker that took f first would leave this
+ *     thread nothing to help with), and runs f as the root of a new region
+ *     R (SF__REGION_ROOT on f: "f opened R"). From then until the outermost
+ *     call has returned - its drain included - every get on this thread
+ *     helps only with tasks of R (outer_help, thread.h), whatever task or
+ *     fiber it is in; R's tasks are f and those made under it, wherever
+ *     they run;
+ *   - a get of f running elsewhere helps within f's region only if f opened
+ *     it (its root bit): a region f inherited from its maker holds f's
+ *     siblings too. A task made by plain code opens a region of its own
+ *     when it starts wherever it runs (SF__REGION_PLAIN, sf__run_in_region),
+ *     so a get of one a worker took helps with its descendants; a get of a
+ *     promise, or of a task another task made, helps with nothing;
+ *   - R is soft (pending.h, Regions): the threads that run its tasks
+ *     elsewhere help with anything, as inside any task - a get inside a
+ *     task leaves nothing to drain, so helping there is as safe as ever.
+ * What a plain-code wait helps with is then f's own work: every fiber it
+ * parks runs a task of R, and its drain waits for R's tasks only. One
+ * shape still stalls it: a task of R, left running by f (made and not
+ * got), that waits for what this thread does after the call returns
+ * (docs/waiting.md says so). Deadlock freedom never rested on helping (top
+ * comment). A plain-code
+ * batch wait runs its batch's tasks the same way (batch_api.c); timed waits
+ * run nothing (Timed gets).
+ */
 
 /* Sleeps until f is DONE or nap_ns pass. */
 static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
@@ -436,8 +461,10 @@ static void get_on_fiber(struct sf__thread *me, struct sf__park_job *job)
 
 /* A slow get of f, across its looks at f. */
 struct slow_get {
+    struct sf__thread *me;
     sf_future *f;
     bool isolated;
+    bool plain;               /* called by plain code (Plain code's waits) */
     /* Helping stays within the region of the task running here, if any;
      * an isolated get's within its task's (Isolation). */
     uint32_t region;
@@ -527,28 +554,56 @@ static enum look claim_and_run_here(struct sf__thread *me, struct slow_get *w, u
         sf__pool_shed(me, f, run);
         return LOOK_DONE;
     }
-    /* Relaxed: f is ours now; sf__run reads it on this thread. */
-    if (w->isolated)
-        atomic_store_explicit(&f->region, new_region(), memory_order_relaxed);
+    /* Relaxed: f is ours now; sf__run reads it on this thread, and a
+     * getter elsewhere reads it as a hint (first_block). */
+    if (w->isolated) {
+        atomic_store_explicit(&f->region, sf__region_new() | SF__REGION_ROOT,
+                              memory_order_relaxed);
+    } else if (w->plain) {
+        /* f's region, soft: its runners elsewhere help as ever, this thread
+         * only within it (Plain code's waits). */
+        uint32_t r = sf__region_new() | SF__REGION_SOFT;
+        atomic_store_explicit(&f->region, r | SF__REGION_ROOT, memory_order_relaxed);
+        sf__sched(me)->outer_help = r;
+        /* Submitted only now that f is ours: a worker that took f first
+         * would leave this thread nothing to help with. */
+        sf__get_submit(me, sf__trace_on);
+    }
     sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
     return LOOK_DONE;
 }
 
+/* An isolated or plain get of f, RUNNING elsewhere (state s), learns the
+ * region it may help within: an isolated get, f's (Isolation); plain
+ * code's, f's own only - one f opened, not its maker's (Plain code's
+ * waits). */
+static void learn_region(struct slow_get *w, uint64_t s)
+{
+    /* Relaxed: a hint. The maker's region was published with the push; a
+     * getter that claimed f, or f's start, may have just set a new one
+     * that we miss (plain code looks again at its next try). Either way we
+     * help within one region, or not at all. A task that failed already
+     * keeps its code there (fail_code): no region then. */
+    uint32_t r = atomic_load_explicit(&w->f->region, memory_order_relaxed);
+    if (w->plain)
+        w->may_help = (r & SF__REGION_ROOT) && !(s & SF__FAILED);
+    else
+        w->may_help = (r & ~SF__REGION_ROOT) != 0 && !(s & SF__FAILED);
+    w->region = r & ~SF__REGION_ROOT;
+    /* What this thread helps with, then, in the tasks it helps with too. */
+    if (w->plain && w->may_help)
+        sf__sched(w->me)->outer_help = w->region;
+}
+
 /* f was first seen RUNNING elsewhere (state s): counted, and an isolated
- * get learns the region it may help within (Isolation). */
+ * or plain get learns the region it may help within. */
 static void first_block(struct sf__thread *me, struct slow_get *w, uint64_t s)
 {
     w->blocked = true;
     SF__BUMP(sf__sched(me)->c_blocked);
-    if (!w->isolated)
+    if (!w->isolated && !w->plain)
         return;
-    /* Relaxed: a hint. The maker's region was published with the push; an
-     * isolated getter that claimed f may have just set a new one that we
-     * miss. Either way we help within one region, or not at all. A task
-     * that failed already keeps its code there (fail_code): no region
-     * then. */
-    w->region = atomic_load_explicit(&w->f->region, memory_order_relaxed);
-    w->may_help = w->region != 0 && !(s & SF__FAILED);
+    learn_region(w, s);
     /* What this thread queued may run on workers meanwhile (sf_get_isolated
      * did not submit before claiming). */
     sf__get_submit(me, sf__trace_on);
@@ -562,6 +617,10 @@ static bool help(struct sf__thread *me, struct slow_get *w)
 {
     if (sf__park_any(me) && sf__park_resume_ready(me, w->f))
         return true;
+    if (!w->may_help && w->plain)
+        /* f may have opened its region since we looked (sf__run_in_region).
+         * Relaxed: the FAILED bit only; a stale one costs a look. */
+        learn_region(w, atomic_load_explicit(&w->f->state, memory_order_relaxed));
     if (!w->may_help)
         return false;
     struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
@@ -610,11 +669,21 @@ static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
     return true;
 }
 
-/* Steps 3 and 4 of the top comment, looking at f again after each. */
-void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
+/* The slow get's state before its first look at f. */
+static struct slow_get slow_get_init(struct sf__thread *me, sf_future *f, bool isolated)
 {
-    struct slow_get w = {.f = f, .isolated = isolated, .region = sf__sched(me)->region,
-                         .may_help = true, .nap = NAP_MIN_NS};
+    bool plain = !isolated && sf__sched(me)->cur == NULL;
+    return (struct slow_get){.me = me, .f = f, .isolated = isolated, .plain = plain,
+                             .region = sf__region_helps(sf__sched(me)->region,
+                                                        sf__sched(me)->outer_help),
+                             .may_help = !plain, .nap = NAP_MIN_NS};
+}
+
+/* Steps 3 and 4 of the top comment, looking at f again after each: 0 once
+ * f is DONE, else the errno the get fails with. */
+static int get_loop(struct sf__thread *me, sf_future *f, bool isolated)
+{
+    struct slow_get w = slow_get_init(me, f, isolated);
     for (;;) {
         /* Acquire: DONE makes the runner's val visible. */
         uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
@@ -649,46 +718,92 @@ void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
     if (w.published)
         end_wait(me, w.outer_wait);
     free(w.watch.prev);
-    if (w.err != 0) {
-        errno = w.err;
+    return w.err;
+}
+
+void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated)
+{
+    int e = get_loop(me, f, isolated);
+    if (e != 0) {
+        errno = e;
         return NULL;
     }
-    /* Acquire: DONE was read with acquire above; this reads it again for
-     * the trace and the failure bit. */
+    /* Acquire: DONE was read with acquire in the loop; this reads it again
+     * for the trace and the failure bit. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
     SF__TRACE(me, GDONE, s, 0);
     return SF__LIKELY(!(s & SF__FAILED)) ? f->val : sf__get_failed(f);
 }
 
+int sf__get_wait(struct sf__thread *me, sf_future *f) { return get_loop(me, f, false); }
+
+int sf__get_run_pending(struct sf__thread *me, sf_future *f)
+{
+    struct slow_get w = slow_get_init(me, f, false);
+    /* Acquire: as any look at f. */
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    if (sf__status(s) != SF__PENDING)
+        return 0;
+    enum look l = claim_and_run_here(me, &w, s);
+    free(w.watch.prev);
+    return l == LOOK_FAILED ? w.err : 0;
+}
+
 /*
- * Timed gets (sf_wait_for, sf_wait_any: wait.c). Steps 1 to 3 as above,
- * then step 4 without helping: the wait runs no task but f's, so a task
- * running elsewhere cannot make it late by more than a wake-up. It still
- * submits (the caller did, as a get does) and still claims f when nobody
- * has started it - at SF_THREADS=1 nobody else would - returning when that
- * run ends, past the deadline if it takes that long.
+ * Timed gets (sf_wait_for, sf_wait_any, sf_wait_all: wait.c). A wait with a
+ * deadline never computes: it runs no task on the calling thread - not f's,
+ * not helped work - so it returns by its deadline plus one wake-up whatever
+ * the tasks do (compute for a minute, wait for a promise nobody sets), as
+ * C++'s std::future::wait_for on a deferred future does. A task not started
+ * is offered to the pool instead (sf__get_offer): the caller submitted its
+ * own queue, and a task of its own is published and the workers told; a
+ * task another thread queued is asked for (its owner publishes at its next
+ * get, and its getters claim it as ever). At SF_THREADS=1 there is no pool:
+ * the wait times out and the task waits for a later get or the shutdown -
+ * the same rule at every thread count. With no deadline the entry points
+ * call a get instead.
  *
  * Parked fibers. f may run on a fiber of this thread that an earlier get
  * parked (the caller is a task on a fiber above it), or wait, through a
  * chain of gets, for one; such a fiber goes on only at this thread's
- * scheduling points, and this wait is one (park.c). So, as a get does, it
- * resumes a parked fiber whose future is done - yielding, not waiting for
- * f: the resumed fiber switches back here at its next scheduling point
- * (its next wait, or its end), and this wait looks at its deadline again.
- * That fiber's run up to that point is the other way it can be late; a
- * call from plain code (an outermost call) has no parked fibers.
+ * scheduling points, and this wait is one (park.c). So it resumes a parked
+ * fiber whose wait is over - never one that only yielded (park.c, Order of
+ * resumption) - parking until f is done or the deadline passes, and looks
+ * again when it gets the thread back. That fiber's run up to its next
+ * scheduling point is the one way a wait inside a task can be late; plain
+ * code (an outermost call) has no parked fibers.
  *
- * Deadlock freedom: as a get's (top comment), a timed wait never waits for
- * a task nobody will start, and its sleeps are bounded by the deadline and
- * by SF__PARKED_NAP_NS while fibers are parked here. Cycles: it publishes
- * its wait and looks for a cycle before each sleep, like a get (Deadlock),
- * so a timed wait that closes a cycle of gets fails with EDEADLK whatever
- * its deadline - it could never succeed - and one whose f runs below it
- * on its own fiber fails at once.
+ * Deadlock freedom: it waits for nothing but its deadline. Cycles: it
+ * publishes its wait and looks for a cycle before each sleep, like a get
+ * (Deadlock), so a timed wait that closes a cycle of gets fails with
+ * EDEADLK whatever its deadline - it could never succeed - and one whose f
+ * runs below it on its own fiber fails at once.
  */
+void sf__get_offer(struct sf__thread *me, uint64_t s)
+{
+    if (sf__pending_holds(&me->q, s)) {
+        /* Ours, submitted by the caller: public now, so an idle worker may
+         * take it without asking us - we will not get again before the
+         * deadline. */
+        if (sf__pending_publish(&me->q))
+            sf__pool_notify();
+        return;
+    }
+    if (sf__is_batch_task(s))
+        return; /* batches are eager: the pool serves them already */
+    struct sf__pending *q = sf__queue_of(s);
+    /* Another thread's: ask it to publish, as a thief that found only
+     * private tasks does (pending.h). Relaxed: a hint its next get reads. */
+    sf__pending_ask_public(q);
+    if (!(atomic_load_explicit(&q->want, memory_order_relaxed) & SF__WANT_PUBLISH))
+        atomic_fetch_or_explicit(&q->want, SF__WANT_PUBLISH, memory_order_relaxed);
+}
+
 int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
 {
-    struct slow_get w = {.f = f, .region = sf__sched(me)->region, .nap = NAP_MIN_NS};
+    struct slow_get w = {.me = me, .f = f, .nap = NAP_MIN_NS};
+    struct sf__park_until until = {f, NULL, 0, deadline_ns};
+    bool offered = false;
     int rc = 0;
     for (;;) {
         /* Acquire: DONE makes the runner's val visible. */
@@ -696,22 +811,20 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
         uint64_t st = sf__status(s);
         if (st == SF__DONE)
             break;
-        if (st == SF__PENDING) {
-            enum look l = claim_and_run_here(me, &w, s);
-            if (l == LOOK_AGAIN)
-                continue;
-            rc = l == LOOK_FAILED ? w.err : 0;
-            break;
-        }
-        if (st != SF__RUNNING || (s & SF__ORPHAN)) {
+        if (st != SF__PENDING && (st != SF__RUNNING || (s & SF__ORPHAN))) {
             rc = EINVAL; /* released before this wait */
             break;
         }
         /* Relaxed: compared only with our own fiber, whose pointer only this
          * thread stores as a runner (run.h) - an equal value is our store. */
-        if (__atomic_load_n(&f->runner, __ATOMIC_RELAXED) == (void *)sf__sched(me)->fiber) {
+        if (st == SF__RUNNING &&
+            __atomic_load_n(&f->runner, __ATOMIC_RELAXED) == (void *)sf__sched(me)->fiber) {
             rc = EDEADLK; /* f encloses this wait: it cannot end first */
             break;
+        }
+        if (st == SF__PENDING && !offered) {
+            offered = true;
+            sf__get_offer(me, s);
         }
         if (!w.blocked) {
             w.blocked = true;
@@ -723,9 +836,9 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
             break;
         }
         answer_thieves(me);
-        /* Parked fibers (above): one that can go on runs until its next
+        /* Parked fibers (above): one whose wait is over runs until its next
          * scheduling point, then this wait goes on. */
-        if (sf__park_any(me) && sf__park_resume_ready(me, NULL)) {
+        if (sf__park_any(me) && sf__park_resume_done(me, &until)) {
             backoff_reset(&w);
             continue;
         }
@@ -735,13 +848,15 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
                 sf__pause();
             continue;
         }
-        if (!w.published) {
-            w.published = true;
-            w.outer_wait = begin_wait(me, f);
-        }
-        if (closes_cycle(me, f, &w.watch)) {
-            rc = EDEADLK;
-            break;
+        if (st == SF__RUNNING) {
+            if (!w.published) {
+                w.published = true;
+                w.outer_wait = begin_wait(me, f);
+            }
+            if (closes_cycle(me, f, &w.watch)) {
+                rc = EDEADLK;
+                break;
+            }
         }
         long nap = w.nap;
         if (sf__park_any(me) && nap > SF__PARKED_NAP_NS)

@@ -10,11 +10,20 @@
 
 /* The rest of a get (below), or all of an isolated one (Isolation). */
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);
-/* A timed get of f, which helps nobody (get.c, Timed gets): 0 once f is
- * DONE; ETIMEDOUT when it is not by deadline_ns (sf__now_ns; UINT64_MAX:
- * none); EDEADLK, EINVAL, or a failed claim's EAGAIN or ENOMEM. The caller
- * submitted first. */
+/* A timed get of f, which runs no task here (get.c, Timed gets): 0 once f
+ * is DONE; ETIMEDOUT when it is not by deadline_ns (sf__now_ns, finite);
+ * EDEADLK or EINVAL. The caller submitted first. */
 int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns);
+/* A task in state s (PENDING) is waited for by a timed wait, which will
+ * not run it: offers it to the pool (get.c, Timed gets). */
+void sf__get_offer(struct sf__thread *me, uint64_t s);
+/* A get of f that leaves its outcome to the caller (no failure marked
+ * seen, errno kept): 0 once f is DONE, else the errno a get fails with. */
+int sf__get_wait(struct sf__thread *me, sf_future *f);
+/* If f is PENDING, claims it and runs it here as a get would (step 3):
+ * 0 (ran, or not PENDING: someone else has it), or a get's errno (no fresh
+ * stack for it). */
+int sf__get_run_pending(struct sf__thread *me, sf_future *f);
 /* A get's end on f, DONE with FAILED: marks the failure seen and returns
  * NULL with errno set to its code. */
 void *sf__get_failed(sf_future *f);

@@ -48,14 +48,19 @@ static inline struct sf__thread *sf__enter(void)
 
 /* An outermost call ends: no fiber of this thread stays parked once it has
  * left libsf (park.c), so it drains them first; then the call ends
- * (registry.h). Keeps errno. */
+ * (registry.h). The region its waits confined the thread to holds until
+ * the drain is over: a fiber it resumes helps within it too (get.c, Plain
+ * code's waits). Keeps errno. */
 static inline void sf__outermost_end(void)
 {
     struct sf__thread *me = sf__thread_self();
-    if (SF__UNLIKELY(me != NULL && sf__park_any(me))) {
-        int e = errno;
-        sf__park_drain(me);
-        errno = e;
+    if (me != NULL) {
+        if (SF__UNLIKELY(sf__park_any(me))) {
+            int e = errno;
+            sf__park_drain(me);
+            errno = e;
+        }
+        sf__sched(me)->outer_help = 0;
     }
     sf__call_end();
 }

@@ -282,24 +282,72 @@ void sf__park_free(struct sf__thread *me)
     atomic_store_explicit(&sf__sched(me)->fibers, NULL, memory_order_relaxed);
 }
 
-/* The newest parked fiber that can go on (its future done, or none: it
- * yielded), taken off the list; NULL if none can. */
-static struct sf__fiber *take_ready(struct sf__thread *me)
+/*
+ * Order of resumption. A parked fiber can go on once what it waits for is
+ * done (a get's future; a timed wait's future, one of its set, or its
+ * deadline), or at once when it only yielded (a wait that resumed another
+ * fiber and looks again when it gets the thread back: a drain, a batch
+ * wait, a worker between tasks). Fibers whose wait is over go first,
+ * newest first; a yielder only when none is. Otherwise two waits that
+ * yield to each other - each resumes the other and parks - would pass the
+ * thread back and forth for ever while an older fiber whose future is done
+ * never runs, and that fiber may be the very task both wait for. Timed
+ * waits never park as yielders and never resume one (sf__park_resume_done),
+ * so two of them cannot pass the thread between them either: each sleeps
+ * until a fiber's wait is over. A fiber whose deadline passes goes on at
+ * the thread's next scheduling point, which a thread with fibers parked
+ * reaches at least every SF__PARKED_NAP_NS.
+ */
+static bool is_done(sf_future *f)
 {
+    /* Acquire: the fiber, resumed, reads what the task wrote before DONE. */
+    return sf__status(atomic_load_explicit(&f->state, memory_order_acquire)) == SF__DONE;
+}
+
+static bool yielded(const struct sf__fiber *fb)
+{
+    return fb->ready_on == NULL && fb->ready_n == 0 && fb->ready_until == UINT64_MAX;
+}
+
+/* Is fb's wait over (not counting a yield)? *now caches the clock. */
+static bool wait_over(const struct sf__fiber *fb, uint64_t *now)
+{
+    if (fb->ready_on != NULL && is_done(fb->ready_on))
+        return true;
+    for (int i = 0; i < fb->ready_n; i++)
+        if (is_done(fb->ready_set[i]))
+            return true;
+    if (fb->ready_until == UINT64_MAX)
+        return false;
+    if (*now == 0)
+        *now = sf__now_ns();
+    return *now >= fb->ready_until;
+}
+
+/* The newest parked fiber whose wait is over, else (when `yielders`) the
+ * newest that yielded, taken off the list; NULL if none can go on. */
+static struct sf__fiber *take_ready_of(struct sf__thread *me, bool yielders)
+{
+    uint64_t now = 0;
+    struct sf__fiber **yp = NULL;
     for (struct sf__fiber **p = &sf__sched(me)->parked; *p != NULL; p = &(*p)->next) {
-        /* Acquire on the state: the fiber, resumed, reads what the task
-         * wrote before DONE. */
-        sf_future *w = (*p)->ready_on;
-        if (w == NULL ||
-            sf__status(atomic_load_explicit(&w->state, memory_order_acquire)) == SF__DONE) {
-            struct sf__fiber *fb = *p;
-            *p = fb->next;
-            SF__BUMP(sf__sched(me)->c_resumes); /* it runs next */
-            return fb;
+        if (yielded(*p)) {
+            if (yp == NULL)
+                yp = p;
+        } else if (wait_over(*p, &now)) {
+            yp = p;
+            break;
         }
     }
-    return NULL;
+    if (yp == NULL || (!yielders && yielded(*yp)))
+        return NULL;
+    struct sf__fiber *fb = *yp;
+    *yp = fb->next;
+    SF__BUMP(sf__sched(me)->c_resumes); /* it runs next */
+    return fb;
 }
+
+static struct sf__fiber *take_ready(struct sf__thread *me) { return take_ready_of(me, true); }
 
 /*
  * Every parking fiber starts here and never returns: it runs its job, then
@@ -329,13 +377,14 @@ static void fiber_main(void *arg)
     }
 }
 
-/* The running fiber parks until `ready` is DONE (NULL: it yields, and may be
- * resumed whenever its thread has nothing better to run), and `to` runs.
- * Returns once it is resumed. `shown` is the wait the deadlock detector
- * sees meanwhile (ready, or NULL for a future no other thread may read: a
- * task in caller storage); the fiber's wait is put back as it was after. */
-static void park_until(struct sf__thread *me, sf_future *ready, sf_future *shown,
-                       struct sf__fiber *to)
+/* The running fiber parks until `ready` is DONE or *c holds (neither: it
+ * yields, and may be resumed whenever its thread has nothing better to
+ * run), and `to` runs. Returns once it is resumed. `shown` is the wait the
+ * deadlock detector sees meanwhile (ready, or NULL for a future no other
+ * thread may read: a task in caller storage); the fiber's wait is put back
+ * as it was after. */
+static void park_on(struct sf__thread *me, sf_future *ready, sf_future *shown,
+                    const struct sf__park_until *c, struct sf__fiber *to)
 {
     struct sf__fiber *self = sf__sched(me)->fiber;
     /* Relaxed: our own fields. */
@@ -343,6 +392,9 @@ static void park_until(struct sf__thread *me, sf_future *ready, sf_future *shown
     uint64_t stamp = atomic_load_explicit(&self->wait_stamp, memory_order_relaxed);
     sf__wait_publish(self, shown, sf__wait_stamp());
     self->ready_on = ready;
+    self->ready_set = c->set;
+    self->ready_n = c->n;
+    self->ready_until = c->until;
     self->next = sf__sched(me)->parked;
     sf__sched(me)->parked = self;
     SF__BUMP(sf__sched(me)->c_parks);
@@ -350,6 +402,13 @@ static void park_until(struct sf__thread *me, sf_future *ready, sf_future *shown
         SF__TRACE(me, PARK, atomic_load_explicit(&shown->state, memory_order_relaxed), 0);
     switch_to(me, to, false);
     sf__wait_publish(self, was, stamp);
+}
+
+static void park_until(struct sf__thread *me, sf_future *ready, sf_future *shown,
+                       struct sf__fiber *to)
+{
+    static const struct sf__park_until none = {NULL, NULL, 0, UINT64_MAX};
+    park_on(me, ready, shown, &none, to);
 }
 
 /* The running fiber parks waiting for f (NULL: it yields). */
@@ -377,6 +436,15 @@ void sf__park_run(struct sf__thread *me, sf_future *f, struct sf__fiber *fb,
     st->stack_red = sf__sched(me)->cur != NULL ? st->stack_red_task : UINTPTR_MAX;
     sf__ctx_make(&fb->ctx, &fb->stack, fiber_main, fb);
     park_until(me, job->over != NULL ? job->over : f, f, fb);
+}
+
+bool sf__park_resume_done(struct sf__thread *me, const struct sf__park_until *c)
+{
+    struct sf__fiber *fb = take_ready_of(me, false);
+    if (fb == NULL)
+        return false;
+    park_on(me, c->one, c->one, c, fb);
+    return true;
 }
 
 bool sf__park_resume_ready(struct sf__thread *me, sf_future *f)

@@ -64,11 +64,26 @@ void sf__park_unfiber(struct sf__thread *me, struct sf__fiber *fb);
 void sf__park_run(struct sf__thread *me, sf_future *f, struct sf__fiber *fb,
                   const struct sf__park_job *job, uint32_t region);
 
-/* A parked fiber of this thread whose future is done (or that yielded):
- * resumes it, the running fiber parking meanwhile (waiting for f; NULL: it
+/* A parked fiber of this thread that can go on - what it waits for is
+ * done, its deadline passed, or else one that yielded: resumes it, the running fiber parking meanwhile (waiting for f; NULL: it
  * yields). True once the running fiber is resumed; false if none could go
  * on (nothing happened). */
 bool sf__park_resume_ready(struct sf__thread *me, sf_future *f);
+
+/* What a timed wait parks until (park.c, Order of resumption): one future
+ * (one, or NULL), one of a set (set[0..n)), or the deadline `until`
+ * (sf__now_ns; UINT64_MAX: none). */
+struct sf__park_until {
+    sf_future *one;
+    sf_future *const *set;
+    int n;
+    uint64_t until;
+};
+/* A timed wait's resumption: a parked fiber of this thread that can go on
+ * because what it waits for is done or its deadline passed - never one
+ * that only yielded - is resumed, the running fiber parking until *c.
+ * True once the running fiber is resumed; false if none could go on. */
+bool sf__park_resume_done(struct sf__thread *me, const struct sf__park_until *c);
 
 /* Is the task in caller storage f (RUNNING) running on another fiber of
  * this thread, which a helping fiber of its took it to (a get of it then

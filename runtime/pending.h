@@ -245,16 +245,38 @@ static inline bool sf__pending_holds_own(const struct sf__pending *q, uint64_t s
  * closed regions; a region, which admits its own tasks only. A closed
  * region (SF__REGION_CLOSED set: a parallel loop's, parfor.c) is helped
  * with by its own threads and by idle workers alone. Idle workers and the
- * drain pass SF__REGION_ANY. Region numbers are below SF__REGION_CLOSED -
- * 1, so no closed region is SF__REGION_ANY.
+ * drain pass SF__REGION_ANY.
+ *
+ * Two more bits, for the waits of plain code (get.c, Plain code's waits):
+ * SF__REGION_ROOT is set on one future only, the task that opened the
+ * region (its runner drops it from the region its children inherit), so
+ * a getter can tell a future's own region from its maker's. SF__REGION_SOFT
+ * marks a region that only labels descendants: its threads help with
+ * anything, as outside a region, but a plain-code wait helps within it
+ * alone. A task made by plain code opens one when it starts
+ * (SF__REGION_PLAIN until then), and so does a task a plain-code wait runs
+ * itself. Region numbers are below SF__REGION_SOFT, so no number carries a
+ * flag and none is SF__REGION_ANY.
  */
 #define SF__REGION_CLOSED 0x80000000u
+#define SF__REGION_ROOT 0x40000000u
+#define SF__REGION_SOFT 0x20000000u
+#define SF__REGION_PLAIN SF__REGION_SOFT /* made by plain code, not started */
 #define SF__REGION_ANY 0xffffffffu
 
 static inline bool sf__region_admits(uint32_t helper, uint32_t task)
 {
     return helper == SF__REGION_ANY ||
            (helper == 0 ? !(task & SF__REGION_CLOSED) : task == helper);
+}
+
+/* What a thread whose running task is in `region` helps within: a region
+ * of its own (isolated, closed), or else `outer` - the region a wait of
+ * plain code confines its thread to, 0 for none: anything outside closed
+ * regions (get.c, Plain code's waits). */
+static inline uint32_t sf__region_helps(uint32_t region, uint32_t outer)
+{
+    return region != 0 && !(region & SF__REGION_SOFT) ? region : outer;
 }
 
 bool sf__pending_grow(struct sf__pending *q);

@@ -8,10 +8,39 @@
 #include <errno.h>
 #include <stdlib.h>
 
+static _Atomic uint32_t last_region;
+
+uint32_t sf__region_new(void)
+{
+    /* Relaxed: only uniqueness matters. 0 means "none", and the flags are
+     * the caller's to add: a wrap skips 0. */
+    uint32_t r;
+    do
+        r = (atomic_fetch_add_explicit(&last_region, 1, memory_order_relaxed) + 1) &
+            (SF__REGION_SOFT - 1);
+    while (r == 0);
+    return r;
+}
+
 void *sf__run_in_region(struct sf__thread *me, sf_future *f, void *arg, uint32_t region)
 {
     uint32_t outer = sf__sched(me)->region;
-    sf__sched(me)->region = region;
+    if (region == SF__REGION_PLAIN) {
+        /* Made by plain code: the root of a region of its own from now on,
+         * so that a plain-code wait for it helps with its descendants only
+         * (get.c, Plain code's waits). Soft: it only labels them - unless
+         * this thread helps within a region, which this task, run inside
+         * it, joins. Relaxed: the getters that read it treat an old value
+         * as "no region yet" and look again. */
+        uint32_t within = sf__region_helps(outer, sf__sched(me)->outer_help);
+        if (within != 0) {
+            region = within;
+        } else {
+            region = sf__region_new() | SF__REGION_SOFT;
+            atomic_store_explicit(&f->region, region | SF__REGION_ROOT, memory_order_relaxed);
+        }
+    }
+    sf__sched(me)->region = region & ~SF__REGION_ROOT;
     void *r = f->u.fn(arg);
     sf__sched(me)->region = outer;
     return r;

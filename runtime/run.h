@@ -34,9 +34,13 @@
 /* The out-of-line copy, for runners off the fork-join fast path. */
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how);
 
-/* Runs f's function on arg with me->region set to `region`, then restores
- * it. */
+/* Runs f's function on arg with me->region set to `region` (less
+ * SF__REGION_ROOT, which only f carries), then restores it. A task made by
+ * plain code (SF__REGION_PLAIN) opens a region of its own here (pending.h,
+ * Regions; get.c, Plain code's waits). */
 void *sf__run_in_region(struct sf__thread *me, sf_future *f, void *arg, uint32_t region);
+/* A new region number (pending.h, Regions): below SF__REGION_SOFT, not 0. */
+uint32_t sf__region_new(void);
 /* The completion of a task that failed (f's state has FAILED): its message,
  * which becomes f's val. */
 void *sf__run_failed(struct sf__thread *me, sf_future *f);

@@ -61,6 +61,7 @@ struct sf__thread *sf__thread_register(bool worker, size_t stack_hint)
     /* Relaxed: a wait of nobody's, as at its last thread's exit. */
     atomic_store_explicit(&s->base.waiting_on, NULL, memory_order_relaxed);
     s->region = 0;
+    s->outer_help = 0;
     measure_stack(s, stack_hint);
     return t;
 }

@@ -65,8 +65,13 @@ struct sf__fiber {
     struct sf__stack stack;      /* a parking fiber's own stack (the base: none) */
     struct sf__frame saved;      /* the thread's per-stack state while it does not run */
     struct sf__fiber *next;      /* on its thread's parked or spare list */
-    sf_future *ready_on;         /* parked: it may go on once this is DONE (NULL:
-                                  * at once); waiting_on is what others see */
+    /* Parked: it may go on once ready_on is DONE, or one of ready_set[0..
+     * ready_n), or ready_until (sf__now_ns) has passed; none of the three
+     * set: at once (it yielded). waiting_on is what others see. */
+    sf_future *ready_on;
+    sf_future *const *ready_set;
+    int ready_n;
+    uint64_t ready_until;        /* UINT64_MAX: no deadline */
     uint32_t help_region;        /* a parking fiber helps within this region */
     bool cold;                   /* spare, its stack's pages given back */
     int index;                   /* 0: the base; 1..SF__FIBERS: parking fibers */
@@ -84,6 +89,9 @@ struct sf__sched {
 #endif
     uint32_t region;           /* isolation region of the task running here, 0 none
                                 * (owner; get.c, Isolation) */
+    uint32_t outer_help;       /* during plain code's wait, the region its thread
+                                * helps within, 0 none (owner; get.c, Plain
+                                * code's waits) */
     uintptr_t stack_red;       /* a get below this address continues on a fresh
                                 * stack (get.c): stack_red_task while the thread
                                 * runs a task, UINTPTR_MAX while it runs none

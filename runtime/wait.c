@@ -90,7 +90,11 @@ SF_EXPORT int sf_wait_for(sf_future *f, void **result, double seconds)
      * deadline is read below, a few instructions after the call). */
     if (sf__status(s) == SF__DONE && !sf__trace_on)
         return outcome(f, result);
-    return wait_for_entry(f, result, sf__deadline_ns(seconds));
+    uint64_t deadline = sf__deadline_ns(seconds);
+    /* No deadline: a wait, helping and running as a get does. */
+    if (deadline == UINT64_MAX)
+        return sf_wait(f, result);
+    return wait_for_entry(f, result, deadline);
 }
 
 /* The lowest index of fs[0..n) that is DONE, or -1; *pending the lowest
@@ -174,6 +178,8 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
     int rc = 0;
     unsigned spins = 0;
     long nap = ANY_NAP_NS / 8;
+    bool offered = false;
+    struct sf__park_until until = {NULL, fs, n, deadline_ns};
     for (;;) {
         int pending;
         bool stuck;
@@ -182,27 +188,33 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
             *which = i;
             break;
         }
-        if (pending >= 0) {
-            /* Nobody started it: run it here, as a get would (at
-             * SF_THREADS=1 nobody else will), then look again. A poll: a
-             * timed get with its deadline passed claims, and waits for
-             * nothing. */
+        if (pending >= 0 && deadline_ns == UINT64_MAX) {
+            /* No deadline: a task nobody started runs here, as a get would
+             * (at SF_THREADS=1 nobody else will), then we look again. */
             sf_future *f = fs[pending];
+            /* Relaxed: the trace's name for it. */
             uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
             if (traced)
                 sf__trace_event(me, SF__EV_GSTART, s, 0);
-            int e = sf__get_until(me, f, 0);
-            if (e == 0) {
-                SF__TRACE(me, GDONE, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
-            } else if (e == EAGAIN || e == ENOMEM || e == EINVAL) {
-                rc = e; /* no fresh stack for it; or released under us */
+            int e = sf__get_run_pending(me, f);
+            if (e != 0) {
+                rc = e; /* no fresh stack for it */
                 break;
-            } else {
-                /* Another thread started it first (ETIMEDOUT: the poll
-                 * gave up, not this wait; or EDEADLK): not ours to run. */
-                SF__TRACE(me, TIMEOUT, s, 0);
             }
+            SF__TRACE(me, GDONE, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
             continue;
+        }
+        if (pending >= 0 && !offered) {
+            /* A deadline: nothing runs here (get.c, Timed gets); the pool
+             * may take them. */
+            offered = true;
+            for (int k = pending; k < n; k++) {
+                /* Relaxed: sf__get_offer looks at the tag only; a claim
+                 * meanwhile makes the offer moot. */
+                uint64_t s = atomic_load_explicit(&fs[k]->state, memory_order_relaxed);
+                if (sf__status(s) == SF__PENDING)
+                    sf__get_offer(me, s);
+            }
         }
         if (stuck) {
             rc = EDEADLK; /* every one encloses this wait */
@@ -219,7 +231,7 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
         /* A fiber of this thread parked by an earlier get may be what one
          * of fs waits for; it goes on only at our scheduling points
          * (get.c, Timed gets). */
-        if (sf__park_any(me) && sf__park_resume_ready(me, NULL)) {
+        if (sf__park_any(me) && sf__park_resume_done(me, &until)) {
             spins = 0;
             continue;
         }
@@ -260,4 +272,66 @@ SF_EXPORT int sf_wait_any(sf_future *const *fs, int n, double seconds, int *whic
         return 0;
     }
     return wait_any_entry(fs, n, deadline, which);
+}
+
+/* sf_wait_all inside a call, the arguments checked. */
+static int wait_all_entry(sf_future *const *fs, int n, uint64_t deadline_ns)
+{
+    SF__OUTERMOST("sf_wait_all", int, wait_all_entry(fs, n, deadline_ns));
+    int saved = errno;
+    struct sf__thread *me = sf__enter();
+    if (me == NULL) {
+        int e = errno;
+        errno = saved;
+        return e;
+    }
+    sf__get_submit(me, sf__trace_on);
+    bool timed = deadline_ns != UINT64_MAX;
+    if (timed)
+        /* Nothing runs here (get.c, Timed gets): every task not started is
+         * offered to the pool at once, not as the loop reaches it. */
+        for (int i = 0; i < n; i++) {
+            /* Relaxed: sf__get_offer reads the tag only. */
+            uint64_t s = atomic_load_explicit(&fs[i]->state, memory_order_relaxed);
+            if (sf__status(s) == SF__PENDING)
+                sf__get_offer(me, s);
+        }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        /* Relaxed: DONE needs no acquire here; the caller's own reads of
+         * each result go through a get or sf_wait. */
+        if (sf__status(atomic_load_explicit(&fs[i]->state, memory_order_relaxed)) == SF__DONE)
+            continue;
+        rc = timed ? sf__get_until(me, fs[i], deadline_ns) : sf__get_wait(me, fs[i]);
+        if (rc == ETIMEDOUT) {
+            SF__BUMP(sf__sched(me)->c_timeouts);
+            /* Relaxed: the trace names the future it timed out on. */
+            SF__TRACE(me, TIMEOUT, atomic_load_explicit(&fs[i]->state, memory_order_relaxed), 0);
+        }
+    }
+    errno = saved;
+    return rc;
+}
+
+SF_EXPORT int sf_wait_all(sf_future *const *fs, int n, double seconds)
+{
+    if ((fs == NULL && n > 0) || n < 0 || !(seconds >= 0)) /* NaN too */
+        return EINVAL;
+    bool all_done = true;
+    for (int i = 0; i < n; i++) {
+        if (fs[i] == NULL)
+            return EINVAL;
+        /* Acquire: a caller that sees 0 may read what the tasks wrote. */
+        uint64_t s = atomic_load_explicit(&fs[i]->state, memory_order_acquire);
+        if (released(s))
+            return EINVAL;
+        all_done = all_done && sf__status(s) == SF__DONE;
+    }
+    if (all_done)
+        return 0; /* runs nothing, enters nothing */
+    int rc = wait_all_entry(fs, n, sf__deadline_ns(seconds));
+    if (rc == 0)
+        /* Acquire: as above, for the ones that finished during the wait. */
+        atomic_thread_fence(memory_order_acquire);
+    return rc;
 }

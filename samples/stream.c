@@ -29,11 +29,13 @@
  *    it) plus --deadline-ms (default: the block's duration at the input's
  *    rate, FRAMES / rate). A block not done by then is late: sf_cancel() of
  *    both its futures, and the dry block (the input delayed by the filter's
- *    delay, so it lines up) is written instead. sf_wait_for() runs the
- *    block's task itself when nobody has started it (at SF_THREADS=1 nobody
- *    else would), so a block the main thread reaches before its deadline is
- *    seldom late; one it reaches after (--deadline-ms 0) is late unless
- *    done already, and then its lazy pipeline never runs at all.
+ *    delay, so it lines up) is written instead. sf_wait_for() runs no task
+ *    itself: it offers the block to the pool, whose workers compute it
+ *    while the main thread sleeps. At SF_THREADS=1 there is no pool: the
+ *    main thread computes the block with sf_wait(), and a block that ends
+ *    past its deadline is late too. A block the main thread reaches after
+ *    its deadline (--deadline-ms 0) is late unless done already, and then
+ *    its lazy pipeline never runs at all.
  *
  * The filter: a linear-phase low-pass FIR at an eighth of the sample rate,
  * FRAMES / 2 + 1 taps (a Blackman-windowed sinc, unit gain at 0 Hz), so its
@@ -221,12 +223,10 @@ static void *output_task(void *arg)
     if (sf_cancelled())
         return NULL;
     errno = 0;
-    /* Isolated: when the main thread's sf_wait_for() runs this task, a plain
-     * get that found `spectrum` running on a worker could help with another
-     * block's stage, which may wait for input not read yet, and the wait
-     * returns only once such helped work is done. An isolated get helps
-     * with this block's own work only, so the wait's lateness is this
-     * block's. */
+    /* Isolated: a get that found `spectrum` running elsewhere could help
+     * with another block's stage, which may wait for input not read yet;
+     * the block would then be late by that stage. An isolated get helps
+     * with this block's own work only, so its lateness is this block's. */
     fft_cplx *spec = sf_get_isolated(b->spec);
     if (spec == NULL) {
         /* Cancelled with this block's pipeline: stop as asked. */
@@ -438,6 +438,12 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* A timed wait runs no task (sf.h): the pool computes the blocks while
+     * this thread waits. With no pool (SF_THREADS=1) nothing would, so this
+     * thread computes each block with sf_wait, and one that ends past its
+     * deadline is late as well. */
+    sf_stats pool = {0};
+    int have_pool = sf_stats_read(&pool) == 0 && pool.workers > 0;
     blk *oldest = NULL, *newest = NULL, *cur = NULL; /* cur: the next to write */
     size_t made = 0, blocks = 0, late = 0, frames = 0;
     double worst = 0;
@@ -493,12 +499,13 @@ int main(int argc, char **argv)
         const double left = deadline - now();
         void *y = NULL;
         /* Past its deadline already (a slow block before it, or
-         * --deadline-ms 0): only a block done now is in time; sf_wait_for()
-         * would run a task nobody has started, whatever the deadline. */
-        int rc = left > 0 ? sf_wait_for(b->out, &y, left)
-                 : sf_is_done(b->out) == 1 ? sf_wait(b->out, &y)
-                                           : ETIMEDOUT;
+         * --deadline-ms 0): only a block done now is in time. */
+        int rc = left <= 0 ? (sf_is_done(b->out) == 1 ? sf_wait(b->out, &y) : ETIMEDOUT)
+                 : have_pool ? sf_wait_for(b->out, &y, left)
+                             : sf_wait(b->out, &y);
         const double settled = now();
+        if (rc == 0 && !have_pool && settled > deadline)
+            rc = ETIMEDOUT; /* computed here, but too late */
         if (rc == ETIMEDOUT) {
             /* Late: stop its pipeline; what runs of it checks sf_cancelled(). */
             sf_cancel(b->out);

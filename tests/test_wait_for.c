@@ -123,32 +123,44 @@ START_TEST(zero_seconds_polls)
 }
 END_TEST
 
-/* A task nobody started is run by the timed wait, whatever its deadline: at
- * SF_THREADS=1 by the caller, inline (nobody else can). */
-START_TEST(not_started_own_task_is_run_by_the_wait)
+/* A task nobody started is never run by a wait with a deadline: the pool
+ * takes it (a worker, at SF_THREADS 2 and 3), or, with no pool, it stays
+ * pending and the wait times out; a wait with no deadline runs it here. */
+START_TEST(not_started_own_task_is_left_to_the_pool)
 {
     int n = threads_of(_i);
     tu_env_threads(n);
     sf_future *f = sf_do(ret_arg, (void *)7);
     sf_future *g = sf_do(ret_arg, (void *)8);
     ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(g);
     void *r = NULL;
-    /* With workers, one may take f after the wait's submit and before its
-     * claim: then the poll gives ETIMEDOUT, and a wait without deadline the
-     * result. */
-    int rc = sf_wait_for(f, &r, 0);
-    if (n == 1)
-        ck_assert_int_eq(rc, 0);
-    else if (rc == ETIMEDOUT)
-        rc = sf_wait_for(f, &r, INFINITY);
-    ck_assert_int_eq(rc, 0);
-    ck_assert_ptr_eq(r, (void *)7);
-    ck_assert_int_eq(sf_wait_for(g, &r, 60.0), 0);
-    ck_assert_ptr_eq(r, (void *)8);
     sf_stats st;
-    ck_assert_int_eq(sf_stats_read(&st), 0);
     if (n == 1) {
+        ck_assert_int_eq(sf_wait_for(f, &r, 0), ETIMEDOUT); /* a poll: nobody runs it */
+        ck_assert_ptr_null(r);
+        double t0 = tu_now_ms();
+        ck_assert_int_eq(sf_wait_for(g, &r, 0.05), ETIMEDOUT);
+        ck_assert(tu_now_ms() - t0 >= 50.0);
+        ck_assert_int_eq(sf_is_done(f), 0);
+        ck_assert_int_eq(sf_is_done(g), 0);
+        ck_assert_int_eq(sf_stats_read(&st), 0);
+        ck_assert_uint_eq(st.run_inline + st.run_pool + st.run_stolen, 0);
+        ck_assert_uint_eq(st.timeouts, 2);
+        ck_assert_int_eq(sf_wait_for(f, &r, INFINITY), 0); /* runs it here */
+        ck_assert_ptr_eq(r, (void *)7);
+        ck_assert_int_eq(sf_wait_for(g, &r, INFINITY), 0);
+        ck_assert_ptr_eq(r, (void *)8);
+        ck_assert_int_eq(sf_stats_read(&st), 0);
         ck_assert_uint_eq(st.run_inline, 2);
+    } else {
+        ck_assert_int_eq(sf_wait_for(f, &r, 60.0), 0);
+        ck_assert_ptr_eq(r, (void *)7);
+        ck_assert_int_eq(sf_wait_for(g, &r, 60.0), 0);
+        ck_assert_ptr_eq(r, (void *)8);
+        ck_assert_int_eq(sf_stats_read(&st), 0);
+        ck_assert_uint_eq(st.run_inline, 0); /* both by workers */
+        ck_assert_uint_eq(st.run_pool + st.run_stolen, 2);
         ck_assert_uint_eq(st.timeouts, 0);
     }
     sf_release(f);
@@ -170,7 +182,8 @@ START_TEST(failed_and_cancelled_give_their_code)
     tu_env_threads(threads_of(_i));
     sf_future *f = sf_do(failing, NULL);
     void *r = (void *)1;
-    ck_assert_int_eq(sf_wait_for(f, &r, 10.0), 42);
+    /* At SF_THREADS=1 only a wait without deadline runs it. */
+    ck_assert_int_eq(sf_wait_for(f, &r, threads_of(_i) == 1 ? INFINITY : 10.0), 42);
     ck_assert_ptr_eq(r, (void *)1);
     ck_assert_str_eq(sf_error_message(f), "failed on purpose");
     ck_assert_int_eq(sf_wait_for(f, &r, 0), 42); /* again, done: the same */
@@ -228,11 +241,14 @@ static void *tree(void *arg)
     sf_future *a = sf_do(tree, (void *)(n - 1)), *b = sf_do(tree, (void *)(n - 2));
     sf_future *const fs[2] = {a, b};
     int which = -1;
-    ck_assert_int_eq(sf_wait_any(fs, 2, 60.0, &which), 0);
+    /* No deadline: these may run the children here (at SF_THREADS=1 only
+     * they can); the timed waits after them find them done. */
+    ck_assert_int_eq(sf_wait_any(fs, 2, INFINITY, &which), 0);
     ck_assert(which == 0 || which == 1);
+    ck_assert_int_eq(sf_wait_all(fs, 2, INFINITY), 0);
     void *x = NULL, *y = NULL;
     ck_assert_int_eq(sf_wait_for(a, &x, 60.0), 0);
-    ck_assert_int_eq(sf_wait_for(b, &y, INFINITY), 0);
+    ck_assert_int_eq(sf_wait_for(b, &y, 0), 0);
     sf_release(a);
     sf_release(b);
     return (void *)((intptr_t)x + (intptr_t)y);
@@ -254,12 +270,13 @@ START_TEST(nested_timed_waits_in_tasks_complete)
 END_TEST
 
 /* f runs on a fiber of this thread parked beneath the timed wait (at
- * SF_THREADS=1: main's get of Z helps with f on a fiber, f's get of Y parks
- * it and helps with h on another, and h waits for f - the stats show the
- * two parks). f cannot go on while
- * Y runs: the wait times out; once Y is done the wait resumes f's fiber
- * (yielding) and gets f's result. With workers, f and h may run elsewhere:
- * the same outcomes. */
+ * SF_THREADS=1: the root task's get of Z helps with f on a fiber, f's get
+ * of Y parks it and helps with h on another, and h waits for f - the stats
+ * show the two parks). f cannot go on while Y runs: the wait times out;
+ * once Y is done a wait without deadline resumes f's fiber and gets f's
+ * result. With workers, f and h may run elsewhere: the same outcomes. The
+ * shape is a root task's: plain code's get helps only with its own task's
+ * descendants. */
 static struct held parked_y, parked_z;
 static sf_future *parked_f;
 static atomic_int parked_f_started;
@@ -274,8 +291,8 @@ static void *parked_f_fn(void *arg)
 static void *parked_h_fn(void *arg)
 {
     (void)arg;
-    /* With workers, h may start first: f must be running, or the timed wait
-     * would run f itself, below it, and f waits for Y, which only h lets go. */
+    /* With workers, h may start first: f must be running, or it would wait
+     * for Y, which only h lets go. */
     ck_assert(tu_wait_flag(&parked_f_started, 10000));
     int rc1 = sf_wait_for(parked_f, NULL, 0.05);
     atomic_store(&parked_y.go, 1);
@@ -285,17 +302,28 @@ static void *parked_h_fn(void *arg)
     return (void *)(intptr_t)(rc1 * 1000 + rc2 * 100 + (intptr_t)r);
 }
 
+static void *parked_root(void *arg)
+{
+    (void)arg;
+    sf_future *h = sf_do(parked_h_fn, NULL);
+    parked_f = sf_do(parked_f_fn, NULL); /* the newest: helped first */
+    ck_assert_ptr_eq(sf_get(parked_z.f), (void *)(intptr_t)42);
+    ck_assert_ptr_eq(sf_get(h), (void *)(intptr_t)(ETIMEDOUT * 1000 + 43));
+    ck_assert_ptr_eq(sf_get(parked_f), (void *)(intptr_t)43);
+    sf_release(h);
+    sf_release(parked_f);
+    return (void *)1;
+}
+
 START_TEST(timed_wait_for_a_task_parked_beneath_it)
 {
     tu_env_threads(threads_of(_i));
     atomic_store(&parked_f_started, 0);
     hold(&parked_y);
     hold(&parked_z);
-    sf_future *h = sf_do(parked_h_fn, NULL);
-    parked_f = sf_do(parked_f_fn, NULL); /* the newest: helped first */
-    ck_assert_ptr_eq(sf_get(parked_z.f), (void *)(intptr_t)42);
-    ck_assert_ptr_eq(sf_get(h), (void *)(intptr_t)(ETIMEDOUT * 1000 + 43));
-    ck_assert_ptr_eq(sf_get(parked_f), (void *)(intptr_t)43);
+    sf_future *root = sf_do(parked_root, NULL);
+    ck_assert_ptr_eq(sf_get(root), (void *)1);
+    sf_release(root);
     if (threads_of(_i) == 1) { /* the setup above: two parks, f beneath h */
         sf_stats st;
         ck_assert_int_eq(sf_stats_read(&st), 0);
@@ -304,8 +332,6 @@ START_TEST(timed_wait_for_a_task_parked_beneath_it)
     }
     ck_assert_int_eq(pthread_join(parked_y.getter, NULL), 0);
     ck_assert_int_eq(pthread_join(parked_z.getter, NULL), 0);
-    sf_release(h);
-    sf_release(parked_f);
     sf_release(parked_y.f);
     sf_release(parked_z.f);
     sf_shutdown();
@@ -345,7 +371,9 @@ START_TEST(batch_wait_for_times_out_and_succeeds)
         ck_assert_int_eq(errno, ETIMEDOUT);
         ck_assert_int_eq(atomic_load(&batch_ran), 0);
     }
-    ck_assert_int_eq(sf_batch_wait_for(b, 30.0), 0);
+    /* With a deadline only the pool runs them; at SF_THREADS=1 only a wait
+     * without one. */
+    ck_assert_int_eq(sf_batch_wait_for(b, n == 1 ? INFINITY : 30.0), 0);
     ck_assert_int_eq(atomic_load(&batch_ran), 8);
     for (int i = 0; i < 8; i++)
         sf_release(fs[i]);
@@ -555,6 +583,263 @@ START_TEST(wait_any_einval)
 }
 END_TEST
 
+/* ---- timed waits never compute ----------------------------------------- */
+
+/* The bound a timed wait keeps past its deadline (sf.h: one wake-up): 50 ms,
+ * more under the sanitizers, which slow every step. */
+#define LATE_MS (TU_SANITIZED ? 250.0 : 50.0)
+
+static atomic_int spin_go;
+static pthread_t ran_on;
+static atomic_int ran_here;
+
+static void *computes_2s(void *arg)
+{
+    if (pthread_equal(pthread_self(), ran_on))
+        atomic_store(&ran_here, 1);
+    double t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < 2000.0 && !atomic_load(&spin_go))
+        tu_spin_us(100);
+    return arg;
+}
+
+static void *gets_a_promise(void *arg)
+{
+    if (pthread_equal(pthread_self(), ran_on))
+        atomic_store(&ran_here, 1);
+    return sf_get(arg);
+}
+
+/* Each kind of timed wait, 0.2 s, of a task that computes for 2 s and of
+ * one that waits for a promise nobody sets: ETIMEDOUT by the deadline plus
+ * LATE_MS, neither task run on this thread - at SF_THREADS=1 neither runs
+ * at all - and the shutdown after them returns. _i: SF_THREADS 1, 2, 4. */
+START_TEST(timed_waits_never_compute)
+{
+    static const int threads[] = {1, 2, 4};
+    tu_env_threads(threads[_i]);
+    ran_on = pthread_self();
+    atomic_store(&ran_here, 0);
+    atomic_store(&spin_go, 0);
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    sf_future *c = sf_do(computes_2s, (void *)1);
+    sf_future *w = sf_do(gets_a_promise, p);
+    sf_future *const both[2] = {c, w};
+    sf_batch *b = sf_batch_new();
+    ck_assert_ptr_nonnull(b);
+    sf_future *bc = sf_batch_do(b, computes_2s, (void *)2);
+    for (int kind = 0; kind < 5; kind++) {
+        int which = -1;
+        double t0 = tu_now_ms();
+        int rc = kind == 0   ? sf_wait_for(c, NULL, 0.2)
+                 : kind == 1 ? sf_wait_for(w, NULL, 0.2)
+                 : kind == 2 ? sf_wait_any(both, 2, 0.2, &which)
+                 : kind == 3 ? sf_wait_all(both, 2, 0.2)
+                             : (sf_batch_wait_for(b, 0.2) == 0 ? 0 : errno);
+        double waited = tu_now_ms() - t0;
+        ck_assert_msg(rc == ETIMEDOUT, "wait kind %d gave %d", kind, rc);
+        ck_assert_msg(waited >= 200.0 && waited <= 200.0 + LATE_MS,
+                      "wait kind %d at SF_THREADS=%d timed out after %.1f ms (0.2 s deadline)",
+                      kind, threads[_i], waited);
+        ck_assert_int_eq(which, -1);
+    }
+    ck_assert_int_eq(atomic_load(&ran_here), 0);
+    ck_assert_int_eq(sf_is_done(c), 0);
+    ck_assert_int_eq(sf_is_done(w), 0);
+    sf_stats st;
+    ck_assert_int_eq(sf_stats_read(&st), 0);
+    ck_assert_uint_eq(st.timeouts, 5);
+    if (threads[_i] == 1)
+        ck_assert_uint_eq(st.run_inline + st.run_pool + st.run_stolen, 0);
+    atomic_store(&spin_go, 1);
+    sf_release(c);
+    sf_release(w);
+    sf_release(bc);
+    sf_batch_close(b);
+    /* p is still held: the shutdown cancels it (w's get ends), then frees
+     * it with the runtime. */
+    sf_shutdown();
+}
+END_TEST
+
+/* sf_wait_all: 0 once all are done, whatever their outcome (left to the
+ * caller); with no deadline it runs them here if nobody else does. */
+START_TEST(wait_all_waits_for_every_one)
+{
+    tu_env_threads(threads_of(_i));
+    sf_future *fs[4];
+    fs[0] = sf_do(ret_arg, (void *)1);
+    fs[1] = sf_do(failing, NULL);
+    fs[2] = sf_do(ret_arg, (void *)3);
+    fs[3] = sf_do(ret_arg, (void *)4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_ptr_nonnull(fs[i]);
+    ck_assert_int_eq(sf_wait_all(fs, 4, INFINITY), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sf_is_done(fs[i]), 1);
+    ck_assert_int_eq(sf_wait_all(fs, 4, 0), 0); /* all done: a poll succeeds */
+    void *r = NULL;
+    ck_assert_int_eq(sf_wait(fs[1], &r), 42); /* the failure is still the caller's */
+    ck_assert_int_eq(sf_wait(fs[3], &r), 0);
+    ck_assert_ptr_eq(r, (void *)4);
+    ck_assert_int_eq(sf_wait_all(fs, 0, 1.0), 0);
+    ck_assert_int_eq(sf_wait_all(NULL, 0, 1.0), 0);
+    /* A task held elsewhere: ETIMEDOUT, not before the deadline. */
+    struct held h;
+    hold(&h);
+    sf_future *two[2] = {fs[0], h.f};
+    double t0 = tu_now_ms();
+    ck_assert_int_eq(sf_wait_all(two, 2, 0.05), ETIMEDOUT);
+    ck_assert(tu_now_ms() - t0 >= 50.0);
+    let_go(&h);
+    ck_assert_int_eq(sf_wait_all(two, 2, 60.0), 0);
+    ck_assert_uint_eq(timeouts(), 1);
+    sf_release(h.f);
+    for (int i = 0; i < 4; i++)
+        sf_release(fs[i]);
+    sf_shutdown();
+}
+END_TEST
+
+START_TEST(wait_all_einval)
+{
+    tu_env_threads(threads_of(_i));
+    sf_future *f = sf_do(ret_arg, NULL);
+    sf_future *const one[1] = {f};
+    sf_future *const with_null[2] = {f, NULL};
+    ck_assert_int_eq(sf_wait_all(NULL, 1, 1.0), EINVAL);
+    ck_assert_int_eq(sf_wait_all(one, -1, 1.0), EINVAL);
+    ck_assert_int_eq(sf_wait_all(with_null, 2, 1.0), EINVAL);
+    ck_assert_int_eq(sf_wait_all(one, 1, -1.0), EINVAL);
+    ck_assert_int_eq(sf_wait_all(one, 1, NAN), EINVAL);
+    ck_assert_int_eq(sf_is_done(f), 0); /* nothing ran */
+#ifndef SF_DEBUG /* there a use after release is reported and aborts (test_debug) */
+    sf_future *d = sf_do(ret_arg, NULL);
+    ck_assert_ptr_null(sf_get(d));
+    sf_release(d);
+    sf_future *const gone[1] = {d};
+    ck_assert_int_eq(sf_wait_all(gone, 1, 1.0), EINVAL);
+#endif
+    ck_assert_int_eq(sf_wait_all(one, 1, INFINITY), 0);
+    sf_release(f);
+    sf_shutdown();
+}
+END_TEST
+
+/* ---- waits on fibers of one thread never livelock ----------------------- */
+
+/*
+ * On one thread: A gets promise P1 and parks; its thread helps with C (the
+ * newest), which gets promise P2 and parks; C's thread helps with B, which
+ * waits for A. Then P2 is set, then P1 (0.1 s in). B's wait resumes C (P2
+ * is done), and C waits for A: two waits on fibers above A's, both for A.
+ * They must not pass the thread back and forth while A's fiber, whose
+ * promise is set, waits: A goes on first, both waits return A's value, by
+ * P1 plus a wake-up. The kinds: sf_wait_for with no deadline and with 1 s,
+ * sf_wait_any with 1 s, sf_batch_wait_for with 1 s (A a batch task). The
+ * shape runs in a root task, whose thread helps with its descendants.
+ * _i: bit 0 SF_THREADS - 1, then the kind.
+ */
+enum { LL_FOR_INF, LL_FOR_1S, LL_ANY_1S, LL_BATCH_1S, LL_KINDS };
+static int ll_kind;
+static sf_future *ll_p1, *ll_p2, *ll_a;
+static sf_batch *ll_batch;
+static double ll_t0;
+
+/* How B and C wait for A: 0 and A's value, or the error. */
+static int ll_wait_a(void **r)
+{
+    int which = -1, rc;
+    switch (ll_kind) {
+    case LL_FOR_INF: return sf_wait_for(ll_a, r, INFINITY);
+    case LL_FOR_1S: return sf_wait_for(ll_a, r, 1.0);
+    case LL_ANY_1S:
+        rc = sf_wait_any(&ll_a, 1, 1.0, &which);
+        return rc != 0 ? rc : sf_wait(ll_a, r);
+    default:
+        rc = sf_batch_wait_for(ll_batch, 1.0) == 0 ? 0 : errno;
+        return rc != 0 ? rc : sf_wait(ll_a, r);
+    }
+}
+
+static void *ll_a_fn(void *arg)
+{
+    (void)arg;
+    return (void *)((intptr_t)sf_get(ll_p1) + 1);
+}
+
+static void *ll_b_fn(void *arg)
+{
+    (void)arg;
+    void *r = NULL;
+    int rc = ll_wait_a(&r);
+    return rc == 0 ? r : (void *)(intptr_t)-rc;
+}
+
+static void *ll_c_fn(void *arg)
+{
+    (void)arg;
+    if (sf_get(ll_p2) != (void *)2)
+        return (void *)-1L;
+    void *r = NULL;
+    int rc = ll_wait_a(&r);
+    return rc == 0 ? r : (void *)(intptr_t)-rc;
+}
+
+static void *ll_setter(void *arg)
+{
+    (void)arg;
+    tu_sleep_ms(50);
+    ck_assert_int_eq(sf_promise_set(ll_p2, (void *)2), 0);
+    tu_sleep_ms(50);
+    ck_assert_int_eq(sf_promise_set(ll_p1, (void *)10), 0);
+    return NULL;
+}
+
+static void *ll_root(void *arg)
+{
+    (void)arg;
+    ll_a = ll_kind == LL_BATCH_1S ? sf_batch_do(ll_batch, ll_a_fn, NULL) : sf_do(ll_a_fn, NULL);
+    sf_future *b = sf_do(ll_b_fn, NULL);
+    sf_future *c = sf_do(ll_c_fn, NULL);
+    void *av = sf_get(ll_a);
+    void *bv = sf_get(b), *cv = sf_get(c);
+    sf_release(b);
+    sf_release(c);
+    return (void *)(intptr_t)(av == (void *)11 && bv == (void *)11 && cv == (void *)11
+                                  ? 1
+                                  : -((intptr_t)bv * 1000 + (intptr_t)cv));
+}
+
+START_TEST(waits_on_fibers_of_one_thread_end)
+{
+    tu_env_threads(1 + _i % 2);
+    ll_kind = _i / 2;
+    ll_p1 = sf_promise();
+    ll_p2 = sf_promise();
+    ll_batch = sf_batch_new();
+    ck_assert_ptr_nonnull(ll_batch);
+    pthread_t t;
+    ll_t0 = tu_now_ms();
+    ck_assert_int_eq(pthread_create(&t, NULL, ll_setter, NULL), 0);
+    sf_future *root = sf_do(ll_root, NULL);
+    void *v = sf_get(root);
+    double took = tu_now_ms() - ll_t0;
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(v == (void *)1, "kind %d, SF_THREADS=%d: B and C gave %ld", ll_kind,
+                  1 + _i % 2, (long)(intptr_t)v);
+    ck_assert_msg(took < 100.0 + 500.0, "kind %d: took %.1f ms, P1 was set at 100 ms", ll_kind,
+                  took);
+    sf_release(root);
+    sf_release(ll_a);
+    sf_release(ll_p1);
+    sf_release(ll_p2);
+    sf_batch_close(ll_batch);
+    sf_shutdown();
+}
+END_TEST
+
 /* ---- the trace ---------------------------------------------------------- */
 
 /* A program whose timed waits time out (sf_wait_for, sf_wait_any) and
@@ -575,7 +860,7 @@ static char *traced_timeouts(const char *mode, int threads, char *path, size_t s
     void *r = NULL;
     ck_assert_int_eq(sf_wait_for(h.f, &r, INFINITY), 0);
     sf_future *g = sf_do(ret_arg, (void *)1);
-    ck_assert_int_eq(sf_wait_for(g, &r, 60.0), 0);
+    ck_assert_int_eq(sf_wait_for(g, &r, threads == 1 ? INFINITY : 60.0), 0);
     sf_release(g);
     sf_release(h.f);
     sf_shutdown();
@@ -619,7 +904,7 @@ static Suite *wait_for_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, timed_wait_of_a_running_task_times_out, 0, 3);
     tcase_add_loop_test(tc, zero_seconds_polls, 0, 3);
-    tcase_add_loop_test(tc, not_started_own_task_is_run_by_the_wait, 0, 3);
+    tcase_add_loop_test(tc, not_started_own_task_is_left_to_the_pool, 0, 3);
     tcase_add_loop_test(tc, failed_and_cancelled_give_their_code, 0, 3);
     tcase_add_loop_test(tc, wait_for_einval, 0, 3);
     tcase_add_loop_test(tc, timed_wait_for_its_own_task_is_edeadlk, 0, 3);
@@ -639,6 +924,13 @@ static Suite *wait_for_suite(void)
     tcase_add_loop_test(ta, wait_any_runs_a_task_nobody_started, 0, 3);
     tcase_add_loop_test(ta, wait_any_einval, 0, 3);
     suite_add_tcase(s, ta);
+    TCase *tn = tcase_create("never_compute");
+    tcase_set_timeout(tn, 60);
+    tcase_add_loop_test(tn, timed_waits_never_compute, 0, 3);
+    tcase_add_loop_test(tn, wait_all_waits_for_every_one, 0, 3);
+    tcase_add_loop_test(tn, wait_all_einval, 0, 3);
+    tcase_add_loop_test(tn, waits_on_fibers_of_one_thread_end, 0, 2 * LL_KINDS);
+    suite_add_tcase(s, tn);
     TCase *tt = tcase_create("trace");
     tcase_set_timeout(tt, 60);
     tcase_add_loop_test(tt, text_trace_shows_timeouts_and_passes_check, 0, 3);
