@@ -107,6 +107,14 @@ tools_bench_promise_sf_SOURCES = tools/bench/src/promise_sf.c tools/bench/src/co
 tools_bench_promise_sf_LDADD = libsf.la
 tools_bench_promise_sf_LDFLAGS = -static
 
+# A pipeline of handed futures fed by a plain thread (feed_sf.c; feed-run
+# runs it against an older build side by side); no peer.
+bench_programs += tools/bench/feed_sf
+EXTRA_PROGRAMS += tools/bench/feed_sf
+tools_bench_feed_sf_SOURCES = tools/bench/src/feed_sf.c tools/bench/src/common.h
+tools_bench_feed_sf_LDADD = libsf.la
+tools_bench_feed_sf_LDFLAGS = -static
+
 # What a timed wait that does not time out costs against sf_wait on the same
 # futures (waitfor_sf.c); no peer.
 bench_programs += tools/bench/waitfor_sf

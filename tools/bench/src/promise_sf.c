@@ -2,7 +2,10 @@
  * promise_sf.c - the latency from sf_promise_set to the wake of a getter
  * asleep on the promise.
  *
- *     promise_sf [rounds=3000] [threads=2] [delay_us=1000]
+ *     promise_sf [rounds=3000] [threads=2] [delay_us=1000] [wait=get|for]
+ *
+ * wait=for waits with sf_wait_for and a 10 s deadline instead of sf_get (a
+ * timeout is a failure of the run, exit 2).
  *
  * Each round, this thread (a libsf thread) makes a promise, hands it to a
  * plain pthread that never calls libsf otherwise (an I/O thread, an audio
@@ -14,8 +17,8 @@
  * the kernel's wake-up, the get's return). The first 10% of the rounds are
  * warm-up and not counted.
  *
- * Prints: PROMISE<TAB>rounds=N<TAB>median_us=..<TAB>p90_us=..<TAB>min_us=..
- *         <TAB>max_us=..<TAB>sleeps=S (the runtime's sf_stats.sleeps: at
+ * Prints: PROMISE<TAB>wait=W<TAB>rounds=N<TAB>median_us=..<TAB>p90_us=..
+ *         <TAB>p99_us=..<TAB>min_us=..<TAB>max_us=..<TAB>sleeps=S (the runtime's sf_stats.sleeps: at
  *         least one per round when the getter slept before each set)
  * and exits 2 if a get returned a wrong value.
  */
@@ -29,6 +32,7 @@
 
 static _Atomic(sf_future *) slot; /* getter -> setter */
 static long rounds = 3000, delay_us = 1000;
+static int timed; /* wait=for */
 static double set_at;             /* setter -> getter, published by the set */
 static double *lat_us;
 static int wrong;
@@ -61,8 +65,11 @@ int main(int argc, char **argv)
             threads = atoi(argv[i] + 8);
         else if (strncmp(argv[i], "delay_us=", 9) == 0)
             delay_us = atol(argv[i] + 9);
+        else if (strcmp(argv[i], "wait=get") == 0 || strcmp(argv[i], "wait=for") == 0)
+            timed = argv[i][5] == 'f';
         else {
-            fprintf(stderr, "usage: %s [rounds=N] [threads=N] [delay_us=N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [rounds=N] [threads=N] [delay_us=N] [wait=get|for]\n",
+                    argv[0]);
             return 64;
         }
     }
@@ -91,7 +98,11 @@ int main(int argc, char **argv)
             return 3;
         }
         atomic_store_explicit(&slot, p, memory_order_release);
-        void *v = sf_get(p);
+        void *v = NULL;
+        if (!timed)
+            v = sf_get(p);
+        else if (sf_wait_for(p, &v, 10.0) != 0)
+            wrong++;
         double now = bench_now();
         if (v != (void *)(intptr_t)(i + 1))
             wrong++;
@@ -104,9 +115,10 @@ int main(int argc, char **argv)
     long skip = rounds / 10, n = rounds - skip;
     bench_sort_doubles(lat_us + skip, n);
     const double *s = lat_us + skip;
-    printf("PROMISE\trounds=%ld\tmedian_us=%.3f\tp90_us=%.3f\tmin_us=%.3f\tmax_us=%.3f\t"
-           "sleeps=%llu\n",
-           n, s[n / 2], s[n * 9 / 10], s[0], s[n - 1], (unsigned long long)st.sleeps);
+    printf("PROMISE\twait=%s\trounds=%ld\tmedian_us=%.3f\tp90_us=%.3f\tp99_us=%.3f\t"
+           "min_us=%.3f\tmax_us=%.3f\tsleeps=%llu\n",
+           timed ? "for" : "get", n, s[n / 2], s[n * 9 / 10], s[n * 99 / 100], s[0], s[n - 1],
+           (unsigned long long)st.sleeps);
     fflush(stdout);
     free(lat_us);
     sf_shutdown();
