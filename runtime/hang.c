@@ -152,7 +152,7 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
          * precede the states that show them. */
         uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
         uint64_t st = sf__status(s);
-        void *(*fn)(void *) = __atomic_load_n(&h->u.fn, __ATOMIC_RELAXED);
+        const void *fn = (const void *)__atomic_load_n(&h->u.fn, __ATOMIC_RELAXED);
         if (st == SF__DONE || st == SF__FREE || (s & SF__ORPHAN)) {
             if (out)
                 fprintf(out, "future %p (done meanwhile)", (void *)h);
@@ -161,7 +161,7 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
         if (st == SF__PENDING) {
             if (out)
                 fprintf(out, "future %p: task %s, not started yet", (void *)h,
-                        name_of((const void *)fn, b1, sizeof b1));
+                        name_of(fn, b1, sizeof b1));
             return;
         }
         if (st != SF__RUNNING) {
@@ -169,7 +169,7 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
                 fprintf(out, "future %p", (void *)h);
             return;
         }
-        if (fn == PROMISE_FN) {
+        if (fn == (const void *)PROMISE_FN) {
             /* hang.h: the maker's function, in up_tag. Relaxed: as there. */
             uint64_t maker = __atomic_load_n(&h->up_tag, __ATOMIC_RELAXED);
             if (out) {
@@ -187,13 +187,13 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
         if (!sf__park_is_fiber(v)) {
             if (out)
                 fprintf(out, "future %p: task %s, starting", (void *)h,
-                        name_of((const void *)fn, b1, sizeof b1));
+                        name_of(fn, b1, sizeof b1));
             return;
         }
         struct sf__fiber *fb = v;
         if (out)
             fprintf(out, "future %p: task %s (thread %d)", (void *)h,
-                    name_of((const void *)fn, b1, sizeof b1), fb->thread->id);
+                    name_of(fn, b1, sizeof b1), fb->thread->id);
         bool seen = fb == r->fb;
         for (int i = 0; i < r->nr; i++)
             seen |= r->runners[i] == fb;
@@ -413,13 +413,23 @@ static void report_unreleased(void)
 }
 #endif
 
-/* Failures nobody saw, on futures nobody released: reported as the
- * shutdown does, and marked SEEN (no second report). The message stays
- * the future's. */
-static void report_unhandled(void)
+/* A failure nobody saw, taken at exit to be reported after the registry
+ * reopens (the hook may call libsf). */
+struct unseen {
+    int code;
+    char *msg; /* a copy; NULL: none */
+    const void *fn;
+};
+
+/* Failures nobody saw, on futures nobody released: marked SEEN (no second
+ * report) and copied into *out (malloc'd; the count is returned). The
+ * messages stay the futures'. */
+static size_t take_unhandled(struct unseen **out)
 {
     struct sf__futures_cursor walk_c = {0};
     uint64_t s;
+    size_t n = 0, cap = 0;
+    *out = NULL;
     for (sf_future *f; (f = sf__futures_next(&walk_c, &s)) != NULL;) {
         if (sf__status(s) != SF__DONE || !(s & SF__FAILED) || (s & SF__SEEN))
             continue;
@@ -427,11 +437,20 @@ static void report_unhandled(void)
         s = atomic_load_explicit(&f->state, memory_order_acquire);
         if (sf__status(s) != SF__DONE || !(s & SF__FAILED) || (s & SF__SEEN))
             continue;
+        if (n == cap) {
+            struct unseen *more = realloc(*out, (cap = cap * 2 + 8) * sizeof **out);
+            if (more == NULL)
+                break;
+            *out = more;
+        }
         sf__future_mark_seen(f, s);
         /* Relaxed: ordered by the acquire above. */
-        sf__failure_report((int)atomic_load_explicit(&f->fail_code, memory_order_relaxed),
-                           f->msg, __atomic_load_n(&f->u.fn, __ATOMIC_RELAXED));
+        (*out)[n++] = (struct unseen){
+            (int)atomic_load_explicit(&f->fail_code, memory_order_relaxed),
+            f->msg != NULL ? strdup(f->msg) : NULL,
+            (const void *)__atomic_load_n(&f->u.fn, __ATOMIC_RELAXED)};
     }
+    return n;
 }
 
 __attribute__((destructor)) static void at_exit(void)
@@ -447,8 +466,10 @@ __attribute__((destructor)) static void at_exit(void)
                 sf__tls.me_gen == atomic_load_explicit(&sf__registry_gen, memory_order_relaxed)
             ? sf__tls.me
             : NULL;
-    bool quiet = sf__registry_try_close();
-    if (quiet) {
+    struct unseen *fails = NULL;
+    size_t nfails = 0;
+    bool closed = sf__registry_try_close(), quiet = closed;
+    if (closed) {
         /* From now on a claimer sheds what it claims (pool.h): no task
          * starts, so a pool with no busy worker stays without one. Relaxed:
          * busy is the pool's own "quiet" test (pool.c, take); a worker
@@ -459,19 +480,32 @@ __attribute__((destructor)) static void at_exit(void)
         sf__pool_set_deadline(1);
         quiet = atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0;
         if (quiet) {
-            report_unhandled();
+            nfails = take_unhandled(&fails);
 #ifdef SF_DEBUG
             report_unreleased();
 #endif
         }
         sf__pool_set_deadline(0);
     }
+    /* Closed, no thread but the workers may use a buffer: all flushed. */
+    sf__trace_at_exit(me, closed);
+    if (closed)
+        sf__registry_reopen();
 #ifdef SF_DEBUG
     if (!quiet)
         fprintf(stderr, "libsf: the process exits without sf_shutdown() while tasks run; "
                         "unhandled failures and unreleased futures were not looked for\n");
 #endif
-    sf__trace_at_exit(me, quiet);
-    if (quiet)
-        sf__registry_reopen();
+    if (nfails == 0)
+        return;
+    /* Inside a call, as the shutdown's reports are: the hook may use
+     * libsf, and an sf_shutdown() there is refused. */
+    sf__call_begin("exit");
+    for (size_t i = 0; i < nfails; i++) {
+        sf__failure_report(fails[i].code, fails[i].msg,
+                           (void *(*)(void *))(void (*)(void))fails[i].fn);
+        free(fails[i].msg);
+    }
+    sf__call_end();
+    free(fails);
 }
