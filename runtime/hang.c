@@ -39,9 +39,11 @@
  * registry closes without waiting, sf__registry_try_close) and no pool
  * worker runs a task, after the pool's deadline is set so that none
  * starts one (a claimer sheds it: pool.h). Then nothing else reads or
- * frees a future's message. The trace is closed whatever runs: this
- * thread's lines (all threads' but the workers', when quiet) and the
- * closing "]" are written, later writes go to /dev/null
+ * frees a future's message; each is copied, and reported - through the
+ * hook, which may call libsf - once the registry is open again, inside a
+ * call as the shutdown's reports are. The trace is closed whatever runs:
+ * this thread's lines (every thread's but the workers', when the registry
+ * closed) and the closing "]" are written, later writes go to /dev/null
  * (sf__trace_at_exit). An exit from inside a libsf call (a task, a hook)
  * does nothing: the call's own state is in the middle of a change.
  */
@@ -152,7 +154,11 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
          * precede the states that show them. */
         uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
         uint64_t st = sf__status(s);
-        const void *fn = (const void *)__atomic_load_n(&h->u.fn, __ATOMIC_RELAXED);
+        /* Read only while it is a task's (PENDING or RUNNING): a FREE
+         * future's word is its free list's link. */
+        const void *fn = st == SF__PENDING || st == SF__RUNNING
+                             ? (const void *)__atomic_load_n(&h->u.fn, __ATOMIC_RELAXED)
+                             : NULL;
         if (st == SF__DONE || st == SF__FREE || (s & SF__ORPHAN)) {
             if (out)
                 fprintf(out, "future %p (done meanwhile)", (void *)h);
