@@ -56,7 +56,12 @@ enum sf_stats_mode {
 };
 
 /* Configuration for sf_init(). A zero field means its environment variable,
- * then the default (docs/scheduling.md, Environment). */
+ * then the default (docs/scheduling.md, Environment). One variable has no
+ * field: SF_HANG_REPORT=S (seconds; 0 off; default 10 in the debug build,
+ * else off) prints, once per stall, what each waiting thread waits for - a
+ * chain of futures and their tasks' functions - when a get, wait, batch
+ * wait or sf_shutdown() has waited S seconds while no task started or ended
+ * anywhere (docs/debug.md). */
 typedef struct sf_config {
     /* Threads that run tasks at once, the getter included (pool: threads - 1).
      * 0..SF_MAX_THREADS; 0: SF_THREADS, else the number of online CPUs. */
@@ -85,7 +90,9 @@ SF_EXPORT int sf_init(const sf_config *cfg);
 
 /* Stops the runtime: runs every pending sf_do() and sf_batch_do() task, reports
  * failures nobody saw to the unhandled-failure hook, joins the workers and frees
- * everything. Every future and sf_task is invalid afterwards (through the next
+ * everything. (A process that exits without it still has those failures
+ * reported and its Chrome trace closed, when no other thread is inside
+ * libsf: docs/debug.md.) Every future and sf_task is invalid afterwards (through the next
  * runtime a get of one fails with EINVAL); the next sf_do() or sf_init() starts
  * a fresh one. Call it
  * from a thread that runs no task once other threads have stopped calling libsf

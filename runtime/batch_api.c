@@ -145,6 +145,7 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
         if (timed && (uint64_t)n > deadline_ns - now)
             n = (long)(deadline_ns - now); /* >= 1: a sleep, not "no limit" */
         sf__batch_sleep(b, n);
+        sf__hang_napped(me, SF__HANG_BATCH, b, 0); /* SF_HANG_REPORT (hang.h) */
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }
 }

@@ -81,6 +81,33 @@ static bool env_stats(void)
     return env_word("SF_STATS", NULL, 1, 0, "statistics stay off") != 0;
 }
 
+/* SF_HANG_REPORT: seconds, a finite number, 0 or more (0: off), written
+ * as strtod reads it but with nothing before or after it (no sign, no
+ * space). Unset: HANG_DEFAULT_S in the debug build, off otherwise. */
+#ifdef SF_DEBUG
+#define HANG_DEFAULT_S 10.0
+#else
+#define HANG_DEFAULT_S 0.0
+#endif
+static double env_hang(void)
+{
+    const char *v = getenv("SF_HANG_REPORT");
+    if (v == NULL)
+        return HANG_DEFAULT_S;
+    char *end;
+    errno = 0;
+    double s = strtod(v, &end);
+    bool plain = (*v >= '0' && *v <= '9') || *v == '.';
+    if (!plain || *end != '\0' || errno != 0 || !(s >= 0) || s > 1e9) {
+        fprintf(stderr,
+                "libsf: SF_HANG_REPORT='%s' is not a number of seconds from 0 (off) to 1e9; "
+                "using %g%s\n",
+                v, HANG_DEFAULT_S, HANG_DEFAULT_S == 0 ? " (off)" : "");
+        return HANG_DEFAULT_S;
+    }
+    return s;
+}
+
 int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
 {
     static const sf_config zero;
@@ -98,6 +125,7 @@ int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
                  : cfg->trace == SF_TRACE_OFF        ? 0
                                                      : cfg->trace;
     out->stats = cfg->stats == SF_STATS_ON || (cfg->stats == SF_STATS_FROM_ENV && env_stats());
+    out->hang_s = env_hang();
     out->stack_size = cfg->stack_size != 0 ? cfg->stack_size : DEFAULT_STACK;
     out->trace_file = NULL;
     out->trace_file_from_env = false;

@@ -17,6 +17,7 @@ struct sf__cfg {
     bool trace_file_from_env;  /* a bad one is reported, not an error */
     size_t stack_size;         /* of each pool worker */
     bool stats;                /* print the statistics table at shutdown (stats.c) */
+    double hang_s;             /* SF_HANG_REPORT: report a stall this long (hang.c); 0 off */
 };
 
 /* Fills *out from cfg (NULL: all from the environment). Returns 0, or -1 with

@@ -4,7 +4,6 @@
  */
 #include "failure.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,13 +132,10 @@ void sf__failure_report(int code, const char *msg, void *(*fn)(void *))
         in_hook--;
         return;
     }
-    Dl_info info;
-    char name[64];
-    if (dladdr((void *)fn, &info) != 0 && info.dli_sname != NULL &&
-        info.dli_saddr == (void *)fn)
-        snprintf(name, sizeof name, "%s", info.dli_sname);
-    else
-        snprintf(name, sizeof name, "%p", (void *)fn);
+    /* Named as the trace names a task's slice (trace.c, Names): static
+     * functions too, from the module's symbol table. */
+    char buf[32];
+    const char *name = sf__trace_fn_name((const void *)fn, buf, sizeof buf);
     const char *what = strerrorname_np(code);
     fprintf(stderr, "libsf: unhandled failure of task %s (%s%s%d): %s\n", name,
             what != NULL ? what : "", what != NULL ? ", " : "code ", code,

@@ -125,7 +125,7 @@ int sf__failure_set_task(struct sf__thread *me, int code, char *msg, bool seen);
 /* At f's completion on me: its message, taken off the list, or NULL. */
 char *sf__failure_take_message(struct sf__thread *me, sf_future *f);
 /* Reports a failure nobody saw through the hook (default: a stderr line
- * naming fn). The hook is the program's code and may call libsf, but not
+ * naming fn as the trace names it, sf__trace_fn_name). The hook is the program's code and may call libsf, but not
  * sf_shutdown (lifecycle.c refuses it: the report runs inside a call). */
 void sf__failure_report(int code, const char *msg, void *(*fn)(void *));
 /* Is this thread running an unhandled-failure hook? */

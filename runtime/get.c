@@ -356,6 +356,7 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
     atomic_store_explicit(&sf__sched(me)->asleep, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
     SF__TRACE(me, WAKE, s, 0);
+    sf__hang_napped(me, SF__HANG_GET, f, 1); /* SF_HANG_REPORT (hang.h) */
 }
 
 void *sf__get_failed(sf_future *f)

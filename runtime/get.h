@@ -7,6 +7,7 @@
 #define SF_GET_H
 
 #include "pool.h"
+#include "hang.h"
 
 /* The rest of a get (below), or all of an isolated one (Isolation). */
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);

@@ -151,6 +151,7 @@ static int start(struct sf__cfg *c)
         return -1;
     }
     threads_cfg = c->threads;
+    sf__hang_start(c->hang_s); /* before any worker exists (hang.h) */
     stats_cfg = c->stats;
     sf__pool_configure(c->threads - 1, c->stack_size);
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
@@ -311,6 +312,7 @@ static unsigned long drain(struct sf__thread *me)
          * drained task's get helped with it): it goes on here (park.c). */
         if (!sf__park_any(me) || !sf__park_resume_ready(me, NULL))
             sched_yield();
+        sf__hang_napped(me, SF__HANG_SHUTDOWN, NULL, 0); /* SF_HANG_REPORT (hang.h) */
     }
 }
 

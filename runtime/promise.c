@@ -70,6 +70,7 @@ SF_EXPORT sf_future *sf_promise(void)
     uint64_t n = SF__OWN_LOAD(&sf__sched(me)->c_promises);
     SF__BUMP(sf__sched(me)->c_promises);
     f->u.fn = SF__PROMISE_FN;
+    sf__hang_promise_made(me, f); /* its maker, for the hang report (hang.h) */
     /* Relaxed, both: published by the release store of the state below.
      * No runner (above); no region. */
     __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);

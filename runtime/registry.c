@@ -288,6 +288,29 @@ void sf__registry_close(void)
     }
 }
 
+bool sf__registry_try_close(void)
+{
+    /* The pair of sf__registry_close, the same orders. */
+    atomic_store_explicit(&closing, 1, memory_order_seq_cst);
+    sf__fence_heavy();
+    long self = sf__tls.outsider ? 1 : 0;
+    bool quiet = atomic_load_explicit(&outsiders, memory_order_acquire) <= self;
+    unsigned g = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    for (int i = 0; quiet && i < sf__registry_count(); i++) {
+        struct sf__thread *t = sf__registry_get(i);
+        if (t == sf__tls.me || __atomic_load_n(&t->is_worker, __ATOMIC_RELAXED))
+            continue;
+        sf__lock(&reg_lock);
+        unsigned *tg = atomic_load_explicit(&t->tls_gen, memory_order_relaxed);
+        quiet = !(atomic_load_explicit(&t->alive, memory_order_relaxed) && tg != NULL &&
+                  __atomic_load_n(tg, __ATOMIC_ACQUIRE) == g);
+        sf__unlock(&reg_lock);
+    }
+    if (!quiet)
+        sf__registry_reopen();
+    return quiet;
+}
+
 void sf__registry_reopen(void)
 {
     /* Release: a call that sees the registry open (announce) sees the

@@ -133,6 +133,11 @@ static inline void sf__call_begin_for_life(void) { sf__tls.inside = 1; }
  */
 void sf__registry_close(void);
 void sf__registry_reopen(void);
+/* sf__registry_close without waiting: true once it is closed with no other
+ * thread inside a call but the pool workers (inside for life: the caller
+ * asks the pool about them), false - the registry open as before - if a call
+ * is in flight on another thread. For a process's exit (hang.c). */
+bool sf__registry_try_close(void);
 
 /* Threads registered at once, dead ones adopted: the ids future.h allows,
  * less the one that names no thread (SF__NO_THREAD_ID). */

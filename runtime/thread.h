@@ -140,6 +140,18 @@ struct sf__sched {
     /* Timed waits (sf_wait_for, sf_wait_any, sf_batch_wait_for) that
      * returned ETIMEDOUT. */
     _Atomic uint64_t c_timeouts;
+    /* The hang report's (hang.c, SF_HANG_REPORT). What this thread's wait
+     * waits for, as of its last nap (hang_kind, hang_what, hang_n) and when
+     * that nap ended (hang_at, 0: never): written by the owner after each
+     * nap, read by a reporter on another thread. */
+    _Atomic int hang_kind;
+    _Atomic(const void *) hang_what;
+    _Atomic int hang_n;
+    _Atomic uint64_t hang_at;
+    /* The owner's own view of a stall (owner only): since when the sum of
+     * every thread's task counters stood at hang_sum, and when it next sums
+     * them. */
+    uint64_t hang_since, hang_sum, hang_next;
 };
 
 /* The bytes struct sf__sched takes in `upper`: where the next layer's part

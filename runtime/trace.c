@@ -113,6 +113,8 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+static void flush_to(int fd, struct sf__thread *t);
+
 int sf__trace_open(const char *path, bool as_chrome)
 {
     int fd = 2;
@@ -161,6 +163,35 @@ void sf__trace_close(void)
     sf__trace_on = false;
 }
 
+void sf__trace_at_exit(struct sf__thread *me, bool others)
+{
+    if (!sf__trace_on || trace_fd <= 2)
+        return;
+    /* Other threads may still flush into trace_fd (a worker's idle wake,
+     * a task): from now on their writes go to /dev/null, and the file,
+     * reached through its own descriptor, ends with the lines written so
+     * far, the buffers flushed here and the closing "]". A write already
+     * under way when the descriptor is replaced may still land after it:
+     * the one window left, a few microseconds at the process's exit. */
+    int file = dup(trace_fd), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (file < 0 || null < 0 || dup2(null, trace_fd) < 0) {
+        if (file >= 0)
+            close(file);
+        if (null >= 0)
+            close(null);
+        return;
+    }
+    close(null);
+    for (int i = 0, n = sf__registry_count(); i < n; i++) {
+        struct sf__thread *t = sf__registry_get(i);
+        if (t == me || (others && !__atomic_load_n(&t->is_worker, __ATOMIC_RELAXED)))
+            flush_to(file, t);
+    }
+    if (chrome)
+        write_all(file, "]\n", 2);
+    close(file);
+}
+
 void sf__trace_after_fork(void)
 {
     /* Closing the child's copy of the descriptor leaves the parent's open;
@@ -171,7 +202,10 @@ void sf__trace_after_fork(void)
     sf__trace_on = false;
 }
 
-void sf__trace_flush(struct sf__thread *t)
+void sf__trace_flush(struct sf__thread *t) { flush_to(trace_fd, t); }
+
+/* Writes t's buffered lines to fd. */
+static void flush_to(int fd, struct sf__thread *t)
 {
     /* Writes of at most PIPE_BUF bytes that end a line: a pipe (stderr to
      * a pager, say) keeps each of them whole even with other writers. */
@@ -185,7 +219,7 @@ void sf__trace_flush(struct sf__thread *t)
             if (n == 0) /* cannot happen (lines are < LINE_MAX_BYTES); never loop */
                 n = PIPE_BUF;
         }
-        write_all(trace_fd, sf__sched(t)->tbuf + done, n);
+        write_all(fd, sf__sched(t)->tbuf + done, n);
         done += n;
     }
     sf__sched(t)->tlen = 0;
@@ -422,6 +456,15 @@ static const char *fn_name(const void *fn)
     }
     sf__unlock(&names_lock);
     return name;
+}
+
+const char *sf__trace_fn_name(const void *fn, char *buf, size_t size)
+{
+    const char *name = fn != NULL ? fn_name(fn) : NULL;
+    if (name != NULL)
+        return name;
+    snprintf(buf, size, "%p", fn);
+    return buf;
 }
 
 /* The Chrome trace. A task's slice is named by its function (Names); its

@@ -46,6 +46,21 @@ void sf__trace_restart_clock(void);
 /* Flushes every thread's buffer, closes the JSON array of a Chrome trace,
  * and stops tracing. Quiet runtime only. */
 void sf__trace_close(void);
+/*
+ * The process exits with the runtime up (no sf_shutdown; hang.c): writes
+ * me's buffered lines (me: the calling thread's struct, or NULL), every
+ * thread's but the pool workers' too when `others` (no thread but the
+ * workers may be inside libsf: the registry is closed), closes the JSON
+ * array of a Chrome trace, and sends every later write to /dev/null, so
+ * that the file stays valid whatever the threads still running do.
+ * Tracing stays on (other threads read sf__trace_on without ordering).
+ */
+void sf__trace_at_exit(struct sf__thread *me, bool others);
+/* fn's name as a Chrome trace slice names it (trace.c, Names): its symbol,
+ * exported or not, else its address written into buf (size bytes). Takes
+ * the dynamic linker's lock and a leaf lock of ours: not under any other
+ * lock. The name stays valid for the process's life. */
+const char *sf__trace_fn_name(const void *fn, char *buf, size_t size);
 /* In a child after fork(): stop tracing without writing the parent's
  * buffered lines (the parent writes them). */
 void sf__trace_after_fork(void);

@@ -243,6 +243,7 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
         }
         long cap = sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap;
         sleep_on_any(me, fs, n, deadline_ns, cap);
+        sf__hang_napped(me, SF__HANG_ANY, fs[0], n); /* SF_HANG_REPORT (hang.h) */
         /* With futex_waitv the nap only bounds a sleep that a wake ends;
          * without it the fallback's naps stay at most ANY_NAP_NS. */
         nap = nap * 2 > 20 * ANY_NAP_NS ? 20 * ANY_NAP_NS : nap * 2;

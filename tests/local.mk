@@ -18,7 +18,8 @@ sf_tests = \
 	tests/test_once tests/test_combined tests/test_failures tests/test_trace \
 	tests/test_stats tests/test_pool tests/test_fork tests/test_fiber \
 	tests/test_config tests/test_release tests/test_wait_for tests/test_promise \
-	tests/test_reduce tests/test_thread_index tests/test_cancel_tree tests/test_feed
+	tests/test_reduce tests/test_thread_index tests/test_cancel_tree tests/test_feed \
+	tests/test_hang
 check_PROGRAMS += $(sf_tests)
 TESTS += $(sf_tests)
 # Long forms of two, run by tools/soak: test_stress for SF_STRESS_SECONDS,
@@ -55,6 +56,9 @@ EXTRA_tests_test_cancel_tree_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 # SF_TRACE=chrome: the JSON trace, read with json-c.
 tests_test_trace_chrome_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tests_test_trace_chrome_LDADD = $(LDADD) $(JSONC_LIBS) -lm
+# test_hang reads a Chrome trace left by an exit without sf_shutdown().
+tests_test_hang_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tests_test_hang_LDADD = $(LDADD) $(JSONC_LIBS)
 
 # Fault injection: the program defines malloc & co., pthread_create and a few
 # other fallible calls itself (interposing on libsf's calls) and reaches
