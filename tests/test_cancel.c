@@ -171,7 +171,7 @@ START_TEST(cancel_pending_task)
     ck_assert_int_eq(sf_cancel(k), 0);
     ck_assert_int_eq(sf_cancel(m), 0);
     sf_release(k);
-    /* The get of the hog helps while it waits: no cancelled task to run. */
+    /* Nothing runs k or m: not the get of the hog, not the shutdown. */
     free_worker(h);
     sf_release(f);
     assert_works();
@@ -550,9 +550,12 @@ END_TEST
  * Cancellation is not a failure: no unhandled-failure report for a task
  * cancelled before it started and released unseen, one cancelled and never
  * released (at shutdown), or one cancelled while it ran, that saw it, and
- * was released with no get (run by a blocked get's help or the worker while
- * a foreign thread cancels it). _i: bit 0 threads, bit 1 the hook (a
- * counting one, the default one with stderr captured).
+ * was released with no get. That one, c, runs in a root task's region: the
+ * root (run by this thread's get) makes c and a gate, a foreign thread runs
+ * the gate, and the root's get of the gate helps by running c (or the
+ * worker takes c) while another foreign thread cancels c once it started.
+ * _i: bit 0 threads, bit 1 the hook (a counting one, the default one with
+ * stderr captured).
  */
 static atomic_int gate_started;
 
@@ -572,6 +575,32 @@ static void *cancel_when_started(void *arg)
     return cancel_on_thread(j);
 }
 
+struct gate_root {
+    sf_future *c, *gate;
+    struct getter gg;
+    struct cancel_job jc;
+    pthread_t gt, ct;
+};
+
+/* The root: its get of the gate returns the gate's value; -3 to -5 for a
+ * setup that failed. */
+static void *gate_root(void *arg)
+{
+    struct gate_root *g = arg;
+    g->c = sf_do(polls, (void *)3L);
+    g->gate = sf_do(gate_until_ended, (void *)4L);
+    if (g->c == NULL || g->gate == NULL)
+        return (void *)-3L;
+    g->gg = (struct getter){g->gate, UNTOUCHED, 0};
+    g->jc = (struct cancel_job){g->c, 7, 0};
+    if (pthread_create(&g->ct, NULL, cancel_when_started, &g->jc) != 0 ||
+        pthread_create(&g->gt, NULL, get_on_thread, &g->gg) != 0)
+        return (void *)-4L;
+    if (!tu_wait_flag(&gate_started, WAIT_MS))
+        return (void *)-5L;
+    return sf_get(g->gate);
+}
+
 START_TEST(cancelled_is_not_unhandled)
 {
     int threads = 1 + (_i & 1), default_hook = (_i & 2) != 0;
@@ -589,29 +618,26 @@ START_TEST(cancelled_is_not_unhandled)
     sf_release(a); /* b: never released */
     free_worker(h);
 
-    /* c runs with no get of it: a foreign thread runs the gate, this
-     * thread's get of the gate helps by running c (or the worker takes c),
-     * and another foreign thread cancels c once it started. */
-    sf_future *c = sf_do(polls, (void *)3L);
-    sf_future *gate = sf_do(gate_until_ended, (void *)4L);
-    struct getter gg = {gate, UNTOUCHED, 0};
-    struct cancel_job jc = {c, 7, 0};
-    pthread_t gt, ct;
-    ck_assert_int_eq(pthread_create(&ct, NULL, cancel_when_started, &jc), 0);
-    ck_assert_int_eq(pthread_create(&gt, NULL, get_on_thread, &gg), 0);
-    ck_assert_msg(tu_wait_flag(&gate_started, WAIT_MS), "setup: nobody ran the gate");
-    ck_assert_ptr_eq(sf_get(gate), (void *)4L);
-    ck_assert_int_eq(pthread_join(gt, NULL), 0);
-    ck_assert_int_eq(pthread_join(ct, NULL), 0);
-    ck_assert_ptr_eq(gg.val, (void *)4L);
-    ck_assert_int_eq(jc.rc, 0);
+    /* c runs with no get of it. */
+    struct gate_root g = {0};
+    sf_future *root = sf_do(gate_root, &g);
+    ck_assert_ptr_nonnull(root);
+    void *v = sf_get(root);
+    ck_assert_msg((long)v != -3 && (long)v != -4, "setup: the root could not make its tasks");
+    ck_assert_msg((long)v != -5, "setup: nobody ran the gate");
+    ck_assert_ptr_eq(v, (void *)4L);
+    ck_assert_int_eq(pthread_join(g.gt, NULL), 0);
+    ck_assert_int_eq(pthread_join(g.ct, NULL), 0);
+    ck_assert_ptr_eq(g.gg.val, (void *)4L);
+    ck_assert_int_eq(g.jc.rc, 0);
     ck_assert_int_eq(saw_cancel, 1);
     double end = tu_now_ms() + (double)WAIT_MS;
-    while (sf_is_done(c) != 1 && tu_now_ms() < end)
+    while (sf_is_done(g.c) != 1 && tu_now_ms() < end)
         tu_sleep_ms(1);
-    ck_assert_int_eq(sf_is_done(c), 1);
-    sf_release(c);
-    sf_release(gate);
+    ck_assert_int_eq(sf_is_done(g.c), 1);
+    sf_release(g.c);
+    sf_release(g.gate);
+    sf_release(root);
     sf_shutdown();
     ck_assert_int_eq(atomic_load(&runs), 0);
     if (default_hook) {

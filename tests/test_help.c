@@ -1,16 +1,22 @@
 /*
  * test_help.c - a get whose task runs on another thread helps instead of
- * sleeping: it runs pending work (its own, then other threads'), so work that
- * the running task waits for gets done even when no pool worker is free.
+ * sleeping: it runs pending work, so work that the running task waits for
+ * gets done even when no pool worker is free. A get in plain code (main,
+ * a thread of the program's) helps only with the work of what it waits
+ * for - its task and that task's descendants - and never runs an unrelated
+ * task; while that call lasts, so does every get on its thread, in the
+ * tasks the call runs too. Elsewhere a get inside a task helps with any
+ * pending work, its thread's own first, then other threads'
+ * (docs/waiting.md).
  *
- * Each scenario is built so that the only way to finish is for a blocked get
- * to run a pending task. Tasks wait for flags with a deadline (WAIT_MS) and
- * return a wrong value when it passes, so a runtime that does not help fails
- * the test instead of hanging; the tcase timeout is the watchdog beyond that.
- * Both are for a runtime that would otherwise hang, not bounds on speed: a
- * correct runtime sets every flag within milliseconds, and they are
- * generous so that a loaded machine or a sanitizer's slowdown cannot reach
- * them.
+ * Each helping scenario is built so that the only way to finish is for a
+ * blocked get to run a pending task. Tasks wait for flags with a deadline
+ * (WAIT_MS) and return a wrong value when it passes, so a runtime that does
+ * not help fails the test instead of hanging; the tcase timeout is the
+ * watchdog beyond that. Both are for a runtime that would otherwise hang,
+ * not bounds on speed: a correct runtime sets every flag within
+ * milliseconds, and they are generous so that a loaded machine or a
+ * sanitizer's slowdown cannot reach them.
  */
 #include "testutil.h"
 
@@ -88,14 +94,76 @@ static void *foreign_get(void *arg)
     return NULL;
 }
 
-/* SF_THREADS=1, so no worker exists. A foreign thread runs a (it got it
- * first); main then gets a, which runs elsewhere: main must run b, its own
- * pending task, while it waits, or a never finishes. */
+/* SF_THREADS=1, so no worker exists. Main's get runs the root task, which
+ * makes a and b; a foreign thread runs a (it got it first); the root then
+ * gets a, which runs elsewhere: the root's get must run b, its own pending
+ * task (made in the region of main's get, so within what main's thread may
+ * help with), while it waits, or a never finishes. */
+struct own_pending {
+    sf_future *a, *b;
+    struct getter g;
+    pthread_t tid;
+};
+
+static void *own_pending_root(void *arg)
+{
+    struct own_pending *o = arg;
+    o->a = sf_do(wait_for_flag, (void *)111L);
+    o->b = sf_do(set_flag, (void *)222L);
+    if (o->a == NULL || o->b == NULL)
+        return (void *)-3L;
+    o->g = (struct getter){.f = o->a, .wait_started = 0};
+    if (pthread_create(&o->tid, NULL, foreign_get, &o->g) != 0)
+        return (void *)-4L;
+    if (!tu_wait_flag(&a_started, WAIT_MS))
+        return (void *)-5L; /* the foreign get never started a */
+    return sf_get(o->a);
+}
+
 START_TEST(blocked_get_runs_own_pending)
 {
     tu_env_threads(1);
     ck_assert_int_eq(sf_init(NULL), 0);
-    sf_future *a = sf_do(wait_for_flag, (void *)111L);
+    struct own_pending o = {0};
+    sf_future *root = sf_do(own_pending_root, &o);
+    ck_assert_ptr_nonnull(root);
+    void *v = sf_get(root);
+    ck_assert_msg((long)v != -3 && (long)v != -4,
+                  "setup: the root's sf_do or pthread_create failed");
+    ck_assert_msg((long)v != -5, "setup: the foreign get never started a");
+    ck_assert_int_eq(pthread_join(o.tid, NULL), 0);
+    ck_assert_ptr_eq(v, (void *)111L);
+    ck_assert_ptr_eq(o.g.val, (void *)111L);
+    ck_assert(pthread_equal(a_thread, o.g.self));
+    ck_assert_int_eq(atomic_load(&b_runs), 1);
+    ck_assert(pthread_equal(b_thread, pthread_self()));
+    ck_assert_int_eq(sf_is_done(o.b), 1);
+    ck_assert_ptr_eq(sf_get(o.b), (void *)222L);
+
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.created, 3);
+    ck_assert_uint_eq(s.run_inline, 2);  /* the root, by main's get; a, by the foreign get */
+    ck_assert_uint_eq(s.run_stolen, 1);  /* b, by the root's blocked get */
+    ck_assert_uint_eq(s.run_pool, 0);
+    ck_assert_uint_eq(s.discarded, 0);
+    ck_assert_uint_eq(s.gets_blocked, 1); /* the root's get of a */
+    sf_release(o.a);
+    sf_release(o.b);
+    sf_release(root);
+    sf_shutdown();
+}
+END_TEST
+
+/* SF_THREADS=1. The same pending b, but main's get of a is plain code's:
+ * a runs on a foreign thread (which got it first) until some get has
+ * slept. b, which main queued, is unrelated to a, so main's get must not
+ * run it: it finds nothing to help with and sleeps, a ends, and the get
+ * returns a's value with b still pending - run afterwards by its own get. */
+START_TEST(blocked_plain_get_runs_no_unrelated_task)
+{
+    tu_env_threads(1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *a = sf_do(slow_until_a_sleep, (void *)111L);
     sf_future *b = sf_do(set_flag, (void *)222L);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
@@ -104,22 +172,25 @@ START_TEST(blocked_get_runs_own_pending)
     ck_assert_int_eq(pthread_create(&tid, NULL, foreign_get, &g), 0);
     ck_assert_msg(tu_wait_flag(&a_started, WAIT_MS), "the foreign get never started a");
     void *v = sf_get(a);
+    int b_ran_during_get = atomic_load(&b_runs), b_done_after_get = sf_is_done(b);
     ck_assert_int_eq(pthread_join(tid, NULL), 0);
     ck_assert_ptr_eq(v, (void *)111L);
     ck_assert_ptr_eq(g.val, (void *)111L);
     ck_assert(pthread_equal(a_thread, g.self));
+    ck_assert_msg(b_ran_during_get == 0 && b_done_after_get == 0,
+                  "plain code's get of a ran b, a task unrelated to a");
+    ck_assert_ptr_eq(sf_get(b), (void *)222L);
     ck_assert_int_eq(atomic_load(&b_runs), 1);
     ck_assert(pthread_equal(b_thread, pthread_self()));
-    ck_assert_int_eq(sf_is_done(b), 1);
-    ck_assert_ptr_eq(sf_get(b), (void *)222L);
 
     sf_stats s = tu_stats_quiet();
     ck_assert_uint_eq(s.created, 2);
-    ck_assert_uint_eq(s.run_inline, 1);  /* a, by the foreign get of a */
-    ck_assert_uint_eq(s.run_stolen, 1);  /* b, by main's blocked get */
+    ck_assert_uint_eq(s.run_inline, 2); /* a, by the foreign get; b, by its own get */
+    ck_assert_uint_eq(s.run_stolen, 0);
     ck_assert_uint_eq(s.run_pool, 0);
     ck_assert_uint_eq(s.discarded, 0);
     ck_assert_uint_eq(s.gets_blocked, 1); /* main's get of a */
+    ck_assert_uint_ge(s.sleeps, 1);
     sf_release(a);
     sf_release(b);
     sf_shutdown();
@@ -127,12 +198,25 @@ START_TEST(blocked_get_runs_own_pending)
 END_TEST
 
 /* The scenario where only stealing from another thread can finish: main gets
- * a and runs it itself (a is main's own pending task); a waits for b, which
- * main's get submitted and which is still pending in main's queue. A foreign
- * thread then gets a: a runs elsewhere (on main), so that get must run other
- * threads' pending work - b - instead of sleeping. Nobody else can: main is
- * inside a, and no pool worker is free (none at SF_THREADS=1; busy with a hog
- * at SF_THREADS=2). */
+ * a and runs it itself (a is main's own pending task); a makes b and waits
+ * for it, b still pending in main's queue (never submitted). A foreign
+ * thread then gets a: a runs elsewhere (on main), so that get must run
+ * other threads' pending work - b, a's child, which plain code's get of a
+ * may help with - instead of sleeping. Nobody else can: main is inside a,
+ * and no pool worker is free (none at SF_THREADS=1; busy with a hog at
+ * SF_THREADS=2). */
+static sf_future *b_made;
+
+static void *make_b_then_wait(void *arg)
+{
+    a_thread = pthread_self();
+    b_made = sf_do(set_flag, (void *)222L);
+    if (b_made == NULL)
+        return (void *)-3L;
+    atomic_store(&a_started, 1);
+    return tu_wait_flag(&flag, WAIT_MS) ? arg : (void *)-1L;
+}
+
 static void steal_scenario(int with_busy_worker)
 {
     uint64_t extra_created = 0, extra_inline = 0, extra_pool = 0;
@@ -152,16 +236,16 @@ static void steal_scenario(int with_busy_worker)
         extra_inline = 1;
         extra_pool = 1;
     }
-    sf_future *a = sf_do(wait_for_flag, (void *)111L);
-    sf_future *b = sf_do(set_flag, (void *)222L);
+    sf_future *a = sf_do(make_b_then_wait, (void *)111L);
     ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
     struct getter g = {.f = a, .wait_started = 1};
     pthread_t tid;
     ck_assert_int_eq(pthread_create(&tid, NULL, foreign_get, &g), 0);
     void *v = sf_get(a); /* runs a here: a is pending in this thread */
     ck_assert_int_eq(pthread_join(tid, NULL), 0);
     ck_assert(pthread_equal(a_thread, pthread_self()));
+    sf_future *b = b_made;
+    ck_assert_msg(v != (void *)-3L, "a could not make b");
     ck_assert_msg(atomic_load(&b_runs) == 1,
                   "b (pending in main's queue) never ran while a foreign get of a waited");
     ck_assert_msg(v == (void *)111L, "a timed out waiting for b: got %p", v);
@@ -228,14 +312,16 @@ START_TEST(blocked_get_sleeps_and_wakes)
 END_TEST
 
 /*
- * Helping must stay bounded. Many independent tasks each get one shared
- * future that runs for a while on another thread: the first blocked get
- * helps by running the next pending task, which blocks on the same future
- * and helps in turn - each on a fiber of its own, the one below parked. The
- * program nests two deep; helping that stacked each task on the last would
- * nest once per task and overflow an 8 MiB stack at about 29,000 tasks. A
- * thread parks at most 64 fibers; beyond, a get sleeps. Every task must
- * finish, once, with the shared value.
+ * Helping must stay bounded. A root task, run by main's get, makes many
+ * independent tasks that each get one shared future that runs for a while
+ * on another thread, and gets them: the first blocked get helps by running
+ * the next pending task (one of the root's, within what main's thread may
+ * help with), which blocks on the same future and helps in turn - each on a
+ * fiber of its own, the one below parked. The program nests three deep;
+ * helping that stacked each task on the last would nest once per task and
+ * overflow an 8 MiB stack at about 29,000 tasks. A thread parks at most 64
+ * fibers; beyond, a get sleeps. Every task must finish, once, with the
+ * shared value.
  */
 /* All past the 29,000 at which stacking would overflow. */
 static const long nest_counts[] = {50000, TU_SANITIZED ? 100000 : 200000};
@@ -261,6 +347,28 @@ static void *gets_shared(void *arg)
     return v;
 }
 
+/* The root: makes n tasks that get the shared future, lets it end, and
+ * gets them oldest first. Returns how many could not be made or gave
+ * another value: 0. */
+static void *gets_all_shared(void *arg)
+{
+    long n = (long)arg, wrong = 0;
+    sf_future **fs = malloc((size_t)n * sizeof *fs);
+    if (fs == NULL)
+        return (void *)n;
+    for (long i = 0; i < n; i++)
+        wrong += (fs[i] = sf_do(gets_shared, NULL)) == NULL;
+    atomic_store(&shared_go, 1);
+    for (long i = 0; i < n; i++) {
+        if (fs[i] == NULL)
+            continue;
+        wrong += sf_get(fs[i]) != (void *)0x5a;
+        sf_release(fs[i]);
+    }
+    free(fs);
+    return (void *)wrong;
+}
+
 static void *foreign_runner(void *arg)
 {
     (void)arg;
@@ -282,23 +390,17 @@ static void helping_stays_on_the_stack(int threads, long n)
         sf_release(kick);
     }
     ck_assert_msg(tu_wait_flag(&shared_started, WAIT_MS), "nobody started the shared task");
-    sf_future **fs = malloc((size_t)n * sizeof *fs);
-    ck_assert_ptr_nonnull(fs);
-    for (long i = 0; i < n; i++)
-        ck_assert_ptr_nonnull(fs[i] = sf_do(gets_shared, NULL));
-    atomic_store(&shared_go, 1);
-    for (long i = 0; i < n; i++) {
-        ck_assert_ptr_eq(sf_get(fs[i]), (void *)0x5a);
-        sf_release(fs[i]);
-    }
-    free(fs);
+    sf_future *root = sf_do(gets_all_shared, (void *)n);
+    ck_assert_ptr_nonnull(root);
+    ck_assert_ptr_eq(sf_get(root), (void *)0L); /* tasks made, each with the shared value */
+    sf_release(root);
     ck_assert_int_eq(atomic_load(&nest_done), n);
     if (threads == 1)
         ck_assert_int_eq(pthread_join(runner, NULL), 0);
     ck_assert_ptr_eq(sf_get(shared), (void *)0x5a);
     sf_release(shared);
     sf_stats st = tu_stats_quiet();
-    ck_assert_uint_eq(st.created, (uint64_t)n + 1 + (threads > 1));
+    ck_assert_uint_eq(st.created, (uint64_t)n + 2 + (threads > 1)); /* + shared, root (kick) */
     sf_shutdown();
 }
 
@@ -320,6 +422,7 @@ static Suite *help_suite(void)
     TCase *tc = tcase_create("help");
     tcase_set_timeout(tc, 120); /* the watchdog: fail, don't hang */
     tcase_add_test(tc, blocked_get_runs_own_pending);
+    tcase_add_test(tc, blocked_plain_get_runs_no_unrelated_task);
     tcase_add_test(tc, blocked_get_steals_from_other_thread);
     tcase_add_test(tc, blocked_get_steals_while_worker_busy);
     tcase_add_test(tc, blocked_get_sleeps_and_wakes);

@@ -1,12 +1,13 @@
 /*
  * test_isolated.c - sf_get_isolated: a get that helps only with its own
  * task's work. The scene: a foreign thread holds an unrelated task U,
- * submitted and pending; the main thread waits for a task that runs
- * elsewhere. An ordinary get helps by running U (the latency trade-off
- * sf.h describes); an isolated get never does, and still helps with the
- * tasks its own task made. U is never submitted (its thread makes no get
- * until the end), so no pool worker may start it (laziness): only a helping
- * get can.
+ * submitted and pending; a get waits for a task that runs elsewhere. A get
+ * in plain code (main) helps only with the work of what it waits for, so
+ * it never runs U; an ordinary get inside a task on a pool worker helps
+ * with anything, U included (the latency trade-off sf.h describes); an
+ * isolated get never runs U, and still helps with the tasks its own task
+ * made. U is never submitted (its thread makes no get until the end), so
+ * no pool worker may start it (laziness): only a helping get can.
  */
 #include "testutil.h"
 
@@ -24,12 +25,13 @@ static void wait_for(atomic_int *flag, int want)
 
 /* --- the unrelated task U, on a foreign thread --- */
 
-static pthread_t main_thread;
+static pthread_t main_thread, u_thread;
 static atomic_int u_ran_on_main, u_runs, u_ready, u_collect;
 static sf_future *u_future;
 
 static void *unrelated(void *arg)
 {
+    u_thread = pthread_self();
     atomic_fetch_add(&u_runs, 1);
     if (pthread_equal(pthread_self(), main_thread))
         atomic_store(&u_ran_on_main, 1);
@@ -99,17 +101,62 @@ static sf_future *slow_on_worker(pthread_t *releaser, long ms)
     return f;
 }
 
-START_TEST(ordinary_get_helps_with_unrelated_work)
+START_TEST(plain_get_leaves_unrelated_work)
 {
     tu_env_threads(2);
     pthread_t h = start_holder();
     pthread_t r;
     sf_future *f = slow_on_worker(&r, 300);
     ck_assert_ptr_eq(sf_get(f), (void *)5L);
-    /* While it waited, the get ran U: the trade-off of helping. */
-    ck_assert_int_eq(atomic_load(&u_ran_on_main), 1);
+    /* Plain code's get helps with f's work only: U is not f's. */
+    ck_assert_int_eq(atomic_load(&u_runs), 0);
+    ck_assert_int_eq(sf_is_done(u_future), 0);
     sf_release(f);
     pthread_join(r, NULL);
+    finish_holder(h);
+    sf_shutdown();
+}
+END_TEST
+
+/* A task G on the pool worker gets F, which runs on this thread (its plain
+ * get claimed F before it submitted G) until U has run: only G's get, an
+ * ordinary get in a task that no plain-code wait confines, can run U. */
+static pthread_t g_thread;
+
+static void *until_u_ran(void *arg)
+{
+    for (int i = 0; atomic_load(&u_runs) < 1 && i < 100000; i++)
+        tu_sleep_ms(0 == i % 64 ? 1 : 0);
+    return atomic_load(&u_runs) >= 1 ? arg : (void *)-1L;
+}
+
+static sf_future *g_target;
+
+static void *gets_target(void *arg)
+{
+    (void)arg;
+    g_thread = pthread_self();
+    return sf_get(g_target);
+}
+
+START_TEST(get_in_a_task_helps_with_unrelated_work)
+{
+    tu_env_threads(2);
+    pthread_t h = start_holder();
+    sf_future *f = sf_do(until_u_ran, (void *)5L);
+    sf_future *g = sf_do(gets_target, NULL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(g);
+    g_target = f;
+    ck_assert_ptr_eq(sf_get(f), (void *)5L); /* runs F here; the idle worker takes G */
+    ck_assert_ptr_eq(sf_get(g), (void *)5L);
+    /* While it waited for F, G's get ran U on the worker: the trade-off of
+     * helping. */
+    ck_assert_int_eq(atomic_load(&u_runs), 1);
+    ck_assert(!pthread_equal(g_thread, pthread_self()));
+    ck_assert(pthread_equal(u_thread, g_thread));
+    sf_release(f);
+    sf_release(g);
     finish_holder(h);
     sf_shutdown();
 }
@@ -236,7 +283,8 @@ static Suite *isolated_suite(void)
     Suite *s = suite_create("isolated");
     TCase *tc = tcase_create("isolated");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, ordinary_get_helps_with_unrelated_work);
+    tcase_add_test(tc, plain_get_leaves_unrelated_work);
+    tcase_add_test(tc, get_in_a_task_helps_with_unrelated_work);
     tcase_add_test(tc, isolated_get_waits_without_unrelated_work);
     tcase_add_test(tc, isolated_get_helps_with_its_own_tasks);
     tcase_add_loop_test(tc, isolated_gets_nest_and_give_exact_results, 0,
