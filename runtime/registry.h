@@ -133,6 +133,10 @@ static inline void sf__call_begin_for_life(void) { sf__tls.inside = 1; }
  */
 void sf__registry_close(void);
 void sf__registry_reopen(void);
+/* Is t's thread alive and inside a call now? A snapshot, as a closer reads
+ * it (sf__registry_close): for sf_shutdown's watch of promises nobody can
+ * set (promise.c), which asks it of other threads. */
+bool sf__registry_inside(struct sf__thread *t);
 
 /* Threads registered at once, dead ones adopted: the ids future.h allows,
  * less the one that names no thread (SF__NO_THREAD_ID). */
