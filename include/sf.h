@@ -90,22 +90,26 @@ SF_EXPORT int sf_init(const sf_config *cfg);
 
 /* Stops the runtime: runs every pending sf_do() and sf_batch_do() task, reports
  * failures nobody saw to the unhandled-failure hook, joins the workers and frees
- * everything. (A process that exits without it still has those failures
- * reported and its Chrome trace closed, when no other thread is inside
- * libsf: docs/debug.md.) Every future and sf_task is invalid afterwards (through the next
- * runtime a get of one fails with EINVAL); the next sf_do() or sf_init() starts
- * a fresh one. Call it
- * from a thread that runs no task once other threads have stopped calling libsf
- * (calls in flight are waited for). From a task, a hook or a signal handler it
- * prints one stderr line and does nothing; so it does, silently, when the
- * runtime is not running or already stopping (docs/lifecycle.md). */
+ * everything. Once the work left can go no further - every task left waits,
+ * directly or through other tasks, on a promise nobody has set - it cancels
+ * those promises (their getters see ECANCELED), so the tasks end and it returns
+ * (docs/lifecycle.md, Promises nobody sets). A process that exits without it
+ * still has its unseen failures reported and its Chrome trace closed, when no
+ * other thread is inside libsf (docs/debug.md). Every future and sf_task is
+ * invalid afterwards (through the next runtime a get of one fails with EINVAL);
+ * the next sf_do() or sf_init() starts a fresh one. Call it from a thread that
+ * runs no task once other threads have stopped calling libsf (calls in flight
+ * are waited for). From a task, a hook or a signal handler it prints one stderr
+ * line and does nothing; so it does, silently, when the runtime is not running
+ * or already stopping (docs/lifecycle.md). */
 SF_EXPORT void sf_shutdown(void);
 
 /* sf_shutdown() with a deadline `seconds` from now: runs pending tasks until
  * then, then discards every task not started (its getters see ECANCELED; it
- * counts in sf_stats.cancelled), waits for the running ones and frees
- * everything. 0 discards at once; more than 10^9 is no deadline. The rules of
- * sf_shutdown() hold (docs/lifecycle.md, Shutdown with a deadline).
+ * counts in sf_stats.cancelled), cancels every unset promise that a task or
+ * a call waits on (at the deadline at the latest), waits for the running ones
+ * and frees everything. 0 discards at once; more than 10^9 is no deadline. The
+ * rules of sf_shutdown() hold (docs/lifecycle.md, Shutdown with a deadline).
  * Returns the number of tasks discarded (0 if the runtime is not running or
  * already stopping), or -1 with errno EINVAL (seconds negative or NaN) or
  * EDEADLK (called from a task, a hook or a signal handler; one stderr line). */
@@ -320,7 +324,9 @@ SF_EXPORT int sf_cancelled(void);
  * one that never otherwise calls libsf included. Every call on futures takes
  * them; a get of an unset one helps, then sleeps, and never fails with
  * EDEADLK; sf_cancel() completes an unset one at once (ECANCELED); and
- * sf_shutdown() does not wait for unset ones (their handles become invalid). */
+ * sf_shutdown() does not wait for unset ones: it cancels those that tasks
+ * still wait on once nothing else can run (their getters see ECANCELED), and
+ * every handle becomes invalid. */
 
 /* A new unset promise; starts the runtime if needed. The caller holds it as a
  * future from sf_do() and releases it; its setter's call needs no more

@@ -26,16 +26,32 @@ static int online_cpus(void)
     return n > SF_MAX_THREADS ? SF_MAX_THREADS : (int)n;
 }
 
+/* A count from the environment: decimal digits only - no sign, no space
+ * anywhere, not empty - from 1 to max; -1 for anything else, which the
+ * caller reports. strtol alone would take leading space and a sign. */
+static long env_count(const char *v, long max)
+{
+    long n = 0;
+    if (*v == '\0')
+        return -1;
+    for (const char *p = v; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        n = n * 10 + (*p - '0');
+        if (n > max)
+            return -1; /* also keeps n far from overflowing */
+    }
+    return n >= 1 ? n : -1;
+}
+
 static int env_threads(void)
 {
     int def = online_cpus();
     const char *v = getenv("SF_THREADS");
     if (v == NULL)
         return def;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0 || n < 1 || n > SF_MAX_THREADS) {
+    long n = env_count(v, SF_MAX_THREADS);
+    if (n < 0) {
         fprintf(stderr,
                 "libsf: SF_THREADS='%s' is not a whole number from 1 to %d; using %d (the "
                 "number of online CPUs)\n",

@@ -9,17 +9,55 @@
  */
 #include "debug.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+/* The longest report: PIPE_BUF on Linux, so that one write(2) of it to a pipe
+ * is atomic too (POSIX); a longer one is cut, ending in "...". */
+#define REPORT_MAX 4096
+
+/*
+ * One report, one line, one write(2) (docs/debug.md: one line each). Threads
+ * that trip checks at once - several misuses of one future, say - each write
+ * a whole line: a single write is never interleaved with another (on a pipe
+ * up to PIPE_BUF bytes, on a file or terminal whatever its size), where
+ * stdio's unbuffered stderr would write each part separately ("libsf:
+ * libsf: ..."). No lock: a reporter aborts next, and one that held a lock
+ * would keep the others' lines from coming out at all.
+ */
 static void report(const char *prefix, const char *fmt, va_list ap)
 {
-    /* One fprintf per part, but stderr is unbuffered and the process dies
-     * next: nothing else is written meanwhile by this thread. */
-    fputs(prefix, stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char line[REPORT_MAX];
+    int n = snprintf(line, sizeof line, "%s", prefix);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n < sizeof line) {
+        int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+        if (m > 0)
+            n += m;
+    }
+    /* Room for the newline, and a mark where the line was cut. */
+    if ((size_t)n > sizeof line - 1) {
+        static const char cut[] = "...";
+        n = (int)(sizeof line - 1);
+        memcpy(line + n - (sizeof cut - 1), cut, sizeof cut - 1);
+    }
+    line[n++] = '\n';
+    const char *p = line;
+    size_t left = (size_t)n;
+    while (left > 0) { /* more than one write only if a signal cut it short */
+        ssize_t w = write(2, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        p += w;
+        left -= (size_t)w;
+    }
 }
 
 _Noreturn void sf__debug_fail(const char *file, int line, const char *fmt, ...)

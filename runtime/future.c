@@ -263,8 +263,10 @@ void sf__future_reclaim(struct sf__freelist *fl)
 sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state)
 {
     /* No lock: the caller may run user code (an unhandled-failure hook)
-     * between two calls, and nobody else uses futures now. Arenas are only
-     * ever added at the head, so the cursor's arena stays valid. */
+     * between two calls, and nobody else uses futures now - or holds
+     * slab_lock (sf__futures_scan_begin), which keeps arenas and slabs as
+     * they are. Arenas are only ever added at the head, so the cursor's
+     * arena stays valid. */
     struct arena *a = c->arena != NULL ? c->arena : arenas;
     if (c->slab == 0)
         c->slab = 1; /* slab 0 holds the arena's header */
@@ -276,7 +278,8 @@ sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state)
             while (c->k < SLAB_FUTURES) {
                 sf_future *f = &fs[c->k++];
                 /* Relaxed: nobody else uses futures now (the caller's
-                 * contract). */
+                 * contract), or the caller wants a snapshot and orders
+                 * what it reads next itself. */
                 uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
                 if (s != SF__FREE) {
                     c->arena = a;
@@ -288,6 +291,9 @@ sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state)
     c->arena = NULL;
     return NULL;
 }
+
+void sf__futures_scan_begin(void) { sf__lock(&slab_lock); }
+void sf__futures_scan_end(void) { sf__unlock(&slab_lock); }
 
 /* Every slab of the arena list from `a` discarded and cold, pushed on
  * `cold`. Under slab_lock. */

@@ -255,6 +255,12 @@ struct sf__futures_cursor {
     size_t slab, k;
 };
 sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state);
+/* The same walk while other threads use futures (sf_shutdown's watch of
+ * promises nobody can set, promise.c): between these two calls, which hold
+ * slab_lock (a leaf: the walker takes no lock in between), the arena list and the slabs in use stay put; each state
+ * is a snapshot that may change the moment it is read. */
+void sf__futures_scan_begin(void);
+void sf__futures_scan_end(void);
 void sf__freelist_destroy(struct sf__freelist *fl);
 /* Frees f, FREE already, from any thread - one that libsf does not know
  * too - allocating nothing and taking no lock: onto the deferred list

@@ -17,6 +17,8 @@
 #include "lifecycle.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,114 @@ static bool stats_cfg;
  * not trace to SF_TRACE_FILE, the parent's trace file (opening it would
  * truncate the parent's trace); stderr or an sf_config file are fine. */
 static bool fork_child;
+
+/*
+ * The watch (lifecycle.h). Started by the shutdown once promise.c has handed
+ * over its sweep - or by that handing over, if it comes during a shutdown (a
+ * drained task made the process's first promise) - and ended, joined,
+ * after the last drain, before anything is freed: it reads the registry
+ * and the slabs. A thread of its own because the threads that could look -
+ * the stopping one, the workers - may all be inside gets that wait for the
+ * very promises it cancels. No watch thread (pthread_create failed): the
+ * shutdown goes on without one, and waits for promises as any get does.
+ */
+#define WATCH_TICK_NS 10000000L /* 10 ms between two sweeps */
+
+/* promise.c's sweep, set once for the process. */
+static void (*sweeper)(void **st, const struct sf__thread *stopper, uint64_t deadline_ns,
+                       bool last);
+
+static struct {
+    /* 1 from the shutdown's set-up to its last drain: a sweep handed over
+     * then starts the watch. seq_cst, as `sweeper`'s store and load: a
+     * Dekker pair (below), so that either the shutdown sees the sweep or
+     * the handing over sees the shutdown. */
+    _Atomic int armed;
+    /* A watch thread runs (CAS 0 -> 1 by whoever starts it). */
+    _Atomic int started;
+    _Atomic uint32_t stop; /* 1: the watch ends (a futex word) */
+    pthread_t thread;
+    /* What the sweeps are told, written before `armed` is set. */
+    const struct sf__thread *stopper;
+    uint64_t deadline_ns;
+} watch;
+
+static void *watch_main(void *arg)
+{
+    (void)arg;
+    /* Acquire: pairs with the store in sf__lifecycle_sweeper (the pointer
+     * is all it publishes; whoever started us read it non-NULL). */
+    void (*sweep)(void **, const struct sf__thread *, uint64_t, bool) =
+        __atomic_load_n(&sweeper, __ATOMIC_ACQUIRE);
+    void *st = NULL;
+    /* Relaxed, each: `stop` only ends the loop; the join orders what we did
+     * before the shutdown frees anything. */
+    while (atomic_load_explicit(&watch.stop, memory_order_relaxed) == 0) {
+        sf__futex_wait(&watch.stop, 0, WATCH_TICK_NS);
+        if (atomic_load_explicit(&watch.stop, memory_order_relaxed) != 0)
+            break;
+        sweep(&st, watch.stopper, watch.deadline_ns, false);
+    }
+    sweep(&st, NULL, 0, true);
+    return NULL;
+}
+
+/* Starts the watch thread unless one runs. */
+static void watch_start(void)
+{
+    int none = 0;
+    /* Relaxed: the CAS only elects the starter; the thread's creation
+     * orders the fields it reads (written before `armed`, which the
+     * starter read). */
+    if (!atomic_compare_exchange_strong_explicit(&watch.started, &none, 1,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    if (pthread_create(&watch.thread, NULL, watch_main, NULL) != 0)
+        /* Relaxed: a later start may try again; nobody joins meanwhile. */
+        atomic_store_explicit(&watch.started, 0, memory_order_relaxed);
+}
+
+void sf__lifecycle_sweeper(void (*sweep)(void **st, const struct sf__thread *stopper,
+                                         uint64_t deadline_ns, bool last))
+{
+    /* seq_cst, with the load of `armed` after it: the pair above. */
+    __atomic_store_n(&sweeper, sweep, __ATOMIC_SEQ_CST);
+    if (atomic_load_explicit(&watch.armed, memory_order_seq_cst))
+        watch_start();
+}
+
+/* The shutdown's set-up is done (its thread's struct known, its deadline
+ * set): the watch may start. */
+static void watch_begin(const struct sf__thread *stopper, uint64_t deadline_ns)
+{
+    watch.stopper = stopper;
+    watch.deadline_ns = deadline_ns;
+    /* Relaxed: no watch thread runs now (the last shutdown joined it). */
+    atomic_store_explicit(&watch.stop, 0, memory_order_relaxed);
+    /* seq_cst, with the load of `sweeper` after it: the pair above. */
+    atomic_store_explicit(&watch.armed, 1, memory_order_seq_cst);
+    if (__atomic_load_n(&sweeper, __ATOMIC_SEQ_CST) != NULL)
+        watch_start();
+}
+
+/* After the last drain: no task runs and no other thread is inside libsf
+ * (the pool joined, the registry closed), so nobody starts the watch any
+ * more; it ends and is joined. */
+static void watch_end(void)
+{
+    /* Relaxed: nobody reads it any more (every sweep was handed over by a
+     * task or a call that has ended). */
+    atomic_store_explicit(&watch.armed, 0, memory_order_relaxed);
+    /* Relaxed: the thread's loop only ends on it; the join orders. */
+    atomic_store_explicit(&watch.stop, 1, memory_order_relaxed);
+    sf__futex_wake(&watch.stop, INT_MAX);
+    /* Relaxed: whoever set it ran before the pool's join or the registry's
+     * close, which ordered it before us. */
+    if (atomic_load_explicit(&watch.started, memory_order_relaxed)) {
+        pthread_join(watch.thread, NULL);
+        atomic_store_explicit(&watch.started, 0, memory_order_relaxed);
+    }
+}
 
 /* A thread that used libsf exits: nobody will answer a request for its
  * private tasks any more, so make them all public now (blocked getters and
@@ -107,6 +217,9 @@ static void fork_child_reset(void)
     /* Relaxed: the child has one thread. */
     atomic_store_explicit(&state, SF__DOWN, memory_order_relaxed);
     fork_child = true;
+    /* A watch thread of the parent's is not in the child. */
+    atomic_store_explicit(&watch.armed, 0, memory_order_relaxed);
+    atomic_store_explicit(&watch.started, 0, memory_order_relaxed);
     sf__pool_after_fork();
     sf__batch_after_fork();
     sf__cancel_after_fork();
@@ -410,6 +523,9 @@ static long stop(uint64_t deadline_ns, const char *name)
     if (me != NULL)
         check_never_got(me, name);
 #endif
+    /* From here until the last drain, unset promises that nothing can set
+     * any more are cancelled (promise.c, Promises nobody can set). */
+    watch_begin(me, deadline_ns);
     unsigned long drained = 0;
     if (me != NULL) {
         drained = drain(me);
@@ -437,6 +553,7 @@ static long stop(uint64_t deadline_ns, const char *name)
         drained += drain(me);
         sf__park_drain(me);
     }
+    watch_end();
     /* Relaxed: every shedder was a worker (joined just now) or this thread,
      * or a getter whose call ended before the close (its release). */
     long shed = atomic_load_explicit(&sf__pool.shed, memory_order_relaxed);

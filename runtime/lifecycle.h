@@ -33,6 +33,21 @@ static inline struct sf__entry *sf__entry(struct sf__thread *t)
 struct sf__thread *sf__enter_slow(void);
 
 /*
+ * The shutdown's watch of promises nobody can set (promise.c, "Promises
+ * nobody can set"). While sf_shutdown runs the pending work, joins the pool
+ * and waits for calls in flight, a thread of its own (lifecycle.c, "The
+ * watch") calls sweep(&st, stopper, deadline_ns, false) every few
+ * milliseconds - stopper: the stopping thread's struct (NULL: it has none);
+ * deadline_ns: sf_shutdown_timeout's, 0 none; st: the sweep's own state,
+ * NULL at first - and once sweep(&st, NULL, 0, true) at the end, which
+ * frees it. promise.c hands its sweep over at its first promise (a slot
+ * within layer 5: lifecycle.c cannot call promise.c, which calls it), so a
+ * program that never made a promise never starts the watch.
+ */
+void sf__lifecycle_sweeper(void (*sweep)(void **st, const struct sf__thread *stopper,
+                                         uint64_t deadline_ns, bool last));
+
+/*
  * Inside a call (registry.h, Calls in flight): the calling thread's struct,
  * registering the thread and starting the runtime from the environment
  * first if needed. NULL with errno EAGAIN (the implicit start failed, or

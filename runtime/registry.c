@@ -311,6 +311,21 @@ bool sf__registry_try_close(void)
     return quiet;
 }
 
+bool sf__registry_inside(struct sf__thread *t)
+{
+    /* Relaxed: see sf__thread_self. */
+    unsigned g = atomic_load_explicit(&sf__registry_gen, memory_order_relaxed);
+    /* Under reg_lock, relaxed for alive and tls_gen, as in the close above.
+     * Relaxed for the gen itself: a snapshot, which orders nothing; the
+     * watch draws conclusions only from two equal ones (promise.c). */
+    sf__lock(&reg_lock);
+    unsigned *tg = atomic_load_explicit(&t->tls_gen, memory_order_relaxed);
+    bool in = atomic_load_explicit(&t->alive, memory_order_relaxed) && tg != NULL &&
+              __atomic_load_n(tg, __ATOMIC_RELAXED) == g;
+    sf__unlock(&reg_lock);
+    return in;
+}
+
 void sf__registry_reopen(void)
 {
     /* Release: a call that sees the registry open (announce) sees the

@@ -138,6 +138,10 @@ void sf__registry_reopen(void);
  * asks the pool about them), false - the registry open as before - if a call
  * is in flight on another thread. For a process's exit (hang.c). */
 bool sf__registry_try_close(void);
+/* Is t's thread alive and inside a call now? A snapshot, as a closer reads
+ * it (sf__registry_close): for sf_shutdown's watch of promises nobody can
+ * set (promise.c), which asks it of other threads. */
+bool sf__registry_inside(struct sf__thread *t);
 
 /* Threads registered at once, dead ones adopted: the ids future.h allows,
  * less the one that names no thread (SF__NO_THREAD_ID). */

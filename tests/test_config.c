@@ -45,7 +45,11 @@ static void assert_one_line(const char *out, const char *prefix, const char *con
                   out);
 }
 
-static const char *const bad_threads[] = {"abc", "0", "-3", "99999999", "", "12abc", "1025"};
+/* Digits only: no sign, no space at either end, nothing empty (config.c,
+ * env_count). */
+static const char *const bad_threads[] = {"abc", "0",  "-3", "99999999", "",     "12abc",
+                                          "1025", " 4", "+4", "4 ",       "-1",   "\t4",
+                                          "4 4",  " ",  "+", "0x4",      "4.0",  "99999999999999999999"};
 
 START_TEST(bad_sf_threads)
 {
@@ -95,7 +99,7 @@ END_TEST
 static const struct {
     const char *value;
     int threads;
-} good_threads[] = {{"1", 1}, {"3", 3}, {"16", 16}};
+} good_threads[] = {{"1", 1}, {"3", 3}, {"16", 16}, {"04", 4}};
 
 START_TEST(good_sf_threads)
 {

@@ -13,7 +13,11 @@
 #include "pool.h"
 #include "registry.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,6 +564,61 @@ START_TEST(correct_tasks_run_clean)
 }
 END_TEST
 
+/* Reports at once: REPORTERS threads trip a check together, each with a
+ * long line (debug.c writes each report with one write). */
+#define REPORTERS 8
+#define REPORT_PAD 600
+static atomic_int reporters_ready;
+
+static void *report_at_once(void *arg)
+{
+    char pad[REPORT_PAD + 1];
+    memset(pad, 'x', REPORT_PAD);
+    pad[REPORT_PAD] = '\0';
+    atomic_fetch_add(&reporters_ready, 1);
+    while (atomic_load(&reporters_ready) < REPORTERS)
+        ; /* all start their reports together */
+    sf__misuse("reporter %d: %s", (int)(intptr_t)arg, pad);
+}
+
+static void many_reports(void)
+{
+    pthread_t t[REPORTERS];
+    for (int i = 0; i < REPORTERS; i++)
+        if (pthread_create(&t[i], NULL, report_at_once, (void *)(intptr_t)i) != 0)
+            _exit(3);
+    for (;;)
+        pause(); /* the first report aborts the process */
+}
+
+START_TEST(reports_at_once_are_whole_lines)
+{
+    char pad[REPORT_PAD + 1];
+    memset(pad, 'x', REPORT_PAD);
+    pad[REPORT_PAD] = '\0';
+    for (int run = 0; run < 20; run++) {
+        int sig;
+        char *err = tu_run_in_child(many_reports, &sig, NULL);
+        ck_assert_msg(sig == SIGABRT, "the child ended with signal %d, stderr \"%s\"", sig, err);
+        size_t lines = tu_count_lines(err);
+        ck_assert_msg(lines >= 1 && lines <= REPORTERS, "%zu lines: \"%s\"", lines, err);
+        ck_assert_msg(err[strlen(err) - 1] == '\n', "a line was cut: \"%s\"", err);
+        /* Every line is one whole report, and no reporter wrote twice. */
+        bool seen[REPORTERS] = {false};
+        for (char *line = err, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+            *nl = '\0';
+            int who = -1, at = 0;
+            ck_assert_msg(sscanf(line, "libsf: reporter %d: %n", &who, &at) == 1 && at > 0,
+                          "not a whole report: \"%s\"", line);
+            ck_assert_msg(who >= 0 && who < REPORTERS && !seen[who], "reporter %d again", who);
+            seen[who] = true;
+            ck_assert_str_eq(line + at, pad);
+        }
+        free(err);
+    }
+}
+END_TEST
+
 static Suite *debug_suite(void)
 {
     Suite *s = suite_create("debug");
@@ -585,6 +644,7 @@ static Suite *debug_suite(void)
     tcase_add_test(tc, shutdown_with_own_task_never_got_reported);
     tcase_add_test(tc, shutdown_with_another_threads_task_never_got_reported);
     tcase_add_test(tc, correct_tasks_run_clean);
+    tcase_add_test(tc, reports_at_once_are_whole_lines);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,6 +600,254 @@ START_TEST(signal_handler_shutdown_is_named)
 END_TEST
 #endif
 
+/* ---- promises nobody can set (runtime/promise.c) ---- */
+
+/* What one task saw: its get's result and errno, and on which pthread it
+ * ran. */
+struct seen {
+    atomic_int started, done;
+    void *result;
+    int err;
+    pthread_t thread;
+};
+
+#define SAW(e) ((void *)(intptr_t)(1000 + (e))) /* a task's value: the errno it saw */
+
+static void *get_promise(void *arg)
+{
+    struct seen *w = arg;
+    sf_future *p = w->result; /* handed in here, replaced by what the get saw */
+    w->thread = pthread_self();
+    atomic_store(&w->started, 1);
+    errno = 0;
+    void *r = sf_get(p);
+    w->err = errno;
+    w->result = r;
+    atomic_store(&w->done, 1);
+    return SAW(r == NULL ? w->err : 0);
+}
+
+START_TEST(a_task_waiting_on_an_unset_promise_is_cancelled)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    static struct seen w;
+    memset(&w, 0, sizeof w);
+    w.result = p;
+    ck_assert_ptr_nonnull(sf_do(get_promise, &w)); /* pending: the drain runs it */
+    sf_shutdown();
+    ck_assert_int_eq(atomic_load(&w.done), 1);
+    ck_assert_ptr_null(w.result);
+    ck_assert_int_eq(w.err, ECANCELED);
+}
+END_TEST
+
+/* A chain of three tasks: link(3) gets link(2)'s future, which gets
+ * link(1)'s, which gets the promise. Each records what its get saw. */
+static struct seen links[3];
+static sf_future *chain_promise;
+
+static void *link_task(void *arg)
+{
+    long k = (long)arg;
+    struct seen *w = &links[k - 1];
+    atomic_store(&w->started, 1);
+    errno = 0;
+    void *r;
+    if (k == 1) {
+        r = sf_get(chain_promise);
+    } else {
+        sf_future *f = sf_do(link_task, (void *)(k - 1));
+        r = sf_get(f);
+        sf_release(f);
+    }
+    w->err = errno;
+    w->result = r;
+    atomic_store(&w->done, 1);
+    return k == 1 ? SAW(r == NULL ? w->err : 0) : r;
+}
+
+START_TEST(a_chain_of_three_tasks_ending_at_an_unset_promise_ends)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    memset(links, 0, sizeof links);
+    ck_assert_ptr_nonnull(chain_promise = sf_promise());
+    ck_assert_ptr_nonnull(sf_do(link_task, (void *)3L));
+    sf_shutdown();
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(atomic_load(&links[k].done), 1);
+    /* The promise's getter saw ECANCELED; the two above it got its value. */
+    ck_assert_ptr_null(links[0].result);
+    ck_assert_int_eq(links[0].err, ECANCELED);
+    ck_assert_ptr_eq(links[1].result, SAW(ECANCELED));
+    ck_assert_ptr_eq(links[2].result, SAW(ECANCELED));
+}
+END_TEST
+
+static void *ident_task(void *arg) { return arg; }
+
+/* Submits what this thread queued (a get does), so that idle workers take
+ * it. */
+static void submit(void)
+{
+    sf_future *f = sf_do(ident_task, NULL);
+    ck_assert_ptr_nonnull(f);
+    sf_get(f);
+    sf_release(f);
+}
+
+START_TEST(a_pool_worker_blocked_on_an_unset_promise_is_joined)
+{
+    int threads = thread_counts[_i];
+    tu_env_threads(threads);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    static struct seen w[3];
+    memset(w, 0, sizeof w);
+    sf_future *ps[3];
+    int n = threads > 1 ? threads - 1 : 1; /* one per worker */
+    for (int i = 0; i < n; i++) {
+        ck_assert_ptr_nonnull(ps[i] = sf_promise());
+        w[i].result = ps[i];
+        ck_assert_ptr_nonnull(sf_do(get_promise, &w[i]));
+    }
+    submit();
+    if (threads > 1) {
+        /* Every worker took one and waits in its get. */
+        for (int i = 0; i < n; i++) {
+            ck_assert_int_eq(tu_wait_flag(&w[i].started, 5000), 1);
+            ck_assert(!pthread_equal(w[i].thread, pthread_self()));
+        }
+    }
+    sf_shutdown();
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(atomic_load(&w[i].done), 1);
+        ck_assert_ptr_null(w[i].result);
+        ck_assert_int_eq(w[i].err, ECANCELED);
+    }
+}
+END_TEST
+
+/* Task outer gets promise p_outer; its get helps with inner (queued before
+ * it, so the drain pops outer first), which gets p_inner: on one thread,
+ * outer's fiber is parked under inner's. */
+static struct seen inner_w, outer_w;
+static sf_future *inner_f;
+
+static void *outer_task(void *arg)
+{
+    (void)arg;
+    return get_promise(&outer_w);
+}
+
+START_TEST(a_parked_fiber_blocked_on_an_unset_promise_goes_on)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    memset(&inner_w, 0, sizeof inner_w);
+    memset(&outer_w, 0, sizeof outer_w);
+    ck_assert_ptr_nonnull(inner_w.result = sf_promise());
+    ck_assert_ptr_nonnull(outer_w.result = sf_promise());
+    ck_assert_ptr_nonnull(inner_f = sf_do(get_promise, &inner_w));
+    ck_assert_ptr_nonnull(sf_do(outer_task, NULL));
+    sf_shutdown();
+    ck_assert_int_eq(atomic_load(&inner_w.done), 1);
+    ck_assert_int_eq(atomic_load(&outer_w.done), 1);
+    ck_assert_ptr_null(inner_w.result);
+    ck_assert_int_eq(inner_w.err, ECANCELED);
+    ck_assert_ptr_null(outer_w.result);
+    ck_assert_int_eq(outer_w.err, ECANCELED);
+    if (thread_counts[_i] == 1) /* no worker: both ran here, outer parked */
+        ck_assert(pthread_equal(inner_w.thread, outer_w.thread));
+}
+END_TEST
+
+/* A plain thread's get of a task waiting for a promise: a call in flight at
+ * the shutdown. */
+struct plain_get {
+    sf_future *f;
+    void *result;
+    int err;
+    pthread_t thread;
+};
+
+static void *plain_get_main(void *arg)
+{
+    struct plain_get *g = arg;
+    errno = 0;
+    g->result = sf_get(g->f);
+    g->err = errno;
+    return NULL;
+}
+
+START_TEST(a_timed_out_wait_then_shutdown_returns)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    static struct seen w;
+    memset(&w, 0, sizeof w);
+    ck_assert_ptr_nonnull(w.result = sf_promise());
+    sf_future *f = sf_do(get_promise, &w);
+    ck_assert_ptr_nonnull(f);
+    /* Started elsewhere, by a plain thread's get, at every thread count. */
+    static struct plain_get g;
+    memset(&g, 0, sizeof g);
+    g.f = f;
+    ck_assert_int_eq(pthread_create(&g.thread, NULL, plain_get_main, &g), 0);
+    ck_assert_int_eq(tu_wait_flag(&w.started, 5000), 1);
+    void *r = (void *)1;
+    ck_assert_int_eq(sf_wait_for(f, &r, 0.1), ETIMEDOUT);
+    ck_assert_ptr_eq(r, (void *)1);
+    sf_shutdown(); /* the plain thread's get is a call in flight */
+    ck_assert_int_eq(pthread_join(g.thread, NULL), 0);
+    ck_assert_int_eq(atomic_load(&w.done), 1);
+    ck_assert_ptr_null(w.result);
+    ck_assert_int_eq(w.err, ECANCELED);
+    ck_assert_ptr_eq(g.result, SAW(ECANCELED));
+}
+END_TEST
+
+/* A promise that a running task sets later is not cancelled: the task
+ * computes (no wait) for a while, then sets it. */
+static sf_future *late_p;
+static atomic_int setter_done;
+
+static void *set_later(void *arg)
+{
+    (void)arg;
+    tu_spin_us(300000); /* 0.3 s, six times the watch's quiet spell */
+    ck_assert_int_eq(sf_promise_set(late_p, (void *)42), 0);
+    atomic_store(&setter_done, 1);
+    return NULL;
+}
+
+START_TEST(a_promise_a_running_task_sets_is_not_cancelled)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    atomic_store(&setter_done, 0);
+    static struct seen w;
+    memset(&w, 0, sizeof w);
+    ck_assert_ptr_nonnull(late_p = sf_promise());
+    w.result = late_p;
+    sf_future *f = sf_do(get_promise, &w);
+    ck_assert_ptr_nonnull(f);
+    static struct plain_get g;
+    memset(&g, 0, sizeof g);
+    g.f = f;
+    ck_assert_int_eq(pthread_create(&g.thread, NULL, plain_get_main, &g), 0);
+    ck_assert_int_eq(tu_wait_flag(&w.started, 5000), 1);
+    ck_assert_ptr_nonnull(sf_do(set_later, NULL)); /* the drain runs it */
+    sf_shutdown();
+    ck_assert_int_eq(pthread_join(g.thread, NULL), 0);
+    ck_assert_int_eq(atomic_load(&setter_done), 1);
+    ck_assert_ptr_eq(w.result, (void *)42);
+    ck_assert_ptr_eq(g.result, SAW(0));
+}
+END_TEST
+
 static Suite *shutdown_suite(void)
 {
     Suite *s = suite_create("shutdown");
@@ -628,6 +877,16 @@ static Suite *shutdown_suite(void)
     tcase_add_test(inside, signal_handler_shutdown_is_named);
 #endif
     suite_add_tcase(s, inside);
+
+    TCase *prom = tcase_create("promises nobody sets");
+    tcase_set_timeout(prom, 30);
+    tcase_add_loop_test(prom, a_task_waiting_on_an_unset_promise_is_cancelled, 0, n);
+    tcase_add_loop_test(prom, a_chain_of_three_tasks_ending_at_an_unset_promise_ends, 0, n);
+    tcase_add_loop_test(prom, a_pool_worker_blocked_on_an_unset_promise_is_joined, 0, n);
+    tcase_add_loop_test(prom, a_parked_fiber_blocked_on_an_unset_promise_goes_on, 0, n);
+    tcase_add_loop_test(prom, a_timed_out_wait_then_shutdown_returns, 0, n);
+    tcase_add_loop_test(prom, a_promise_a_running_task_sets_is_not_cancelled, 0, n);
+    suite_add_tcase(s, prom);
     return s;
 }
 

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,6 +422,113 @@ START_TEST(errors)
 }
 END_TEST
 
+/* ---- promises nobody can set (runtime/promise.c) ---- */
+
+static const int thread_counts[] = {1, 2, 4};
+
+static atomic_int waiter_started, waiter_done, computer_done, done_when_waiter_ended;
+static int waiter_err;
+static void *waiter_result;
+
+/* Gets promise arg; its value: 1000 + the errno its get saw (0: set). */
+static void *waits_on_promise(void *arg)
+{
+    atomic_store(&waiter_started, 1);
+    errno = 0;
+    void *r = sf_get(arg);
+    waiter_err = errno;
+    waiter_result = r;
+    /* Was the computing task over when this wait ended? */
+    atomic_store(&done_when_waiter_ended, atomic_load(&computer_done));
+    atomic_store(&waiter_done, 1);
+    return (void *)(intptr_t)(1000 + (r == NULL ? waiter_err : 0));
+}
+
+/* Computes (no wait) for 1 s: while it runs, nothing is stuck. */
+static void *computes(void *arg)
+{
+    tu_spin_us(1e6);
+    atomic_store(&computer_done, 1);
+    return arg;
+}
+
+struct plain_get {
+    sf_future *f;
+    void *result;
+    pthread_t thread;
+};
+
+/* Isolated: the waiting task then helps with nothing - not with the task
+ * that computes, which would keep its fiber from going on. */
+static void *plain_get_main(void *arg)
+{
+    struct plain_get *g = arg;
+    g->result = sf_get_isolated(g->f);
+    return NULL;
+}
+
+static void promise_reset(void)
+{
+    atomic_store(&waiter_started, 0);
+    atomic_store(&waiter_done, 0);
+    atomic_store(&computer_done, 0);
+    atomic_store(&done_when_waiter_ended, -1);
+    waiter_err = 0;
+    waiter_result = (void *)1;
+}
+
+/* A task waiting on an unset promise, the only one left: cancelled well
+ * before a generous deadline (the runtime is stuck), nothing discarded. */
+START_TEST(an_unset_promise_is_cancelled_before_the_deadline)
+{
+    tu_env_threads(thread_counts[_i]);
+    promise_reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(sf_do(waits_on_promise, p)); /* the drain runs it */
+    double t0 = tu_now_ms();
+    ck_assert_int_eq(sf_shutdown_timeout(30.0), 0);
+    double ms = tu_now_ms() - t0;
+    ck_assert_msg(ms < 30000.0, "returned after %.0f ms: at the deadline, not before", ms);
+    ck_assert_int_eq(atomic_load(&waiter_done), 1);
+    ck_assert_ptr_null(waiter_result);
+    ck_assert_int_eq(waiter_err, ECANCELED);
+}
+END_TEST
+
+/* A task waits on an unset promise while another computes for 1 s past the
+ * 0.2 s deadline: the runtime is not stuck, so only the deadline cancels
+ * the promise - while the computing task still runs - and the call
+ * returns once that task has ended. */
+START_TEST(an_unset_promise_is_cancelled_at_the_deadline_at_the_latest)
+{
+    tu_env_threads(thread_counts[_i]);
+    promise_reset();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    sf_future *w = sf_do(waits_on_promise, p);
+    ck_assert_ptr_nonnull(w);
+    /* Started by a plain thread's isolated get, at every thread count: a
+     * call in flight at the shutdown. */
+    static struct plain_get g;
+    g.f = w;
+    g.result = NULL;
+    ck_assert_int_eq(pthread_create(&g.thread, NULL, plain_get_main, &g), 0);
+    ck_assert_int_eq(tu_wait_flag(&waiter_started, 10000), 1);
+    ck_assert_ptr_nonnull(sf_do(computes, NULL)); /* the drain starts it */
+    ck_assert_int_eq(sf_shutdown_timeout(0.2), 0);
+    ck_assert_int_eq(pthread_join(g.thread, NULL), 0);
+    ck_assert_int_eq(atomic_load(&computer_done), 1);
+    ck_assert_int_eq(atomic_load(&waiter_done), 1);
+    ck_assert_int_eq(atomic_load(&done_when_waiter_ended), 0);
+    ck_assert_ptr_null(waiter_result);
+    ck_assert_int_eq(waiter_err, ECANCELED);
+    ck_assert_ptr_eq(g.result, (void *)(intptr_t)(1000 + ECANCELED));
+}
+END_TEST
+
 static Suite *shutdown_timeout_suite(void)
 {
     Suite *s = suite_create("shutdown_timeout");
@@ -434,6 +542,9 @@ static Suite *shutdown_timeout_suite(void)
     tcase_add_loop_test(tc, a_generous_deadline_discards_nothing, 0, 3);
     tcase_add_test(tc, tasks_queued_after_the_deadline);
     tcase_add_test(tc, errors);
+    int n = (int)(sizeof thread_counts / sizeof thread_counts[0]);
+    tcase_add_loop_test(tc, an_unset_promise_is_cancelled_before_the_deadline, 0, n);
+    tcase_add_loop_test(tc, an_unset_promise_is_cancelled_at_the_deadline_at_the_latest, 0, n);
     suite_add_tcase(s, tc);
     return s;
 }
