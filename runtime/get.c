@@ -34,9 +34,11 @@
  * needs it, so a pool of any size, even none, finishes any computation whose
  * gets form no cycle. Helping (step 4) adds speed, and progress for tasks
  * that wait for each other by other means than sf_get (a flag, a queue):
- * after spinning, a blocked get takes other threads' private tasks too
- * (SF__STEAL_PRIVATE), so every task not yet started stays within its reach
- * whatever its owner is doing.
+ * after spinning, a blocked get in a task takes other threads' private
+ * tasks too (SF__STEAL_PRIVATE), so every task not yet started stays within
+ * its reach whatever its owner is doing. A get of plain code helps only
+ * with its own task's work (Plain code's waits); idle workers still take
+ * every submitted task.
  *
  * Helping never makes this wait depend on the helped work: it runs on
  * another fiber, and this one goes on once f is done whatever that work is
@@ -864,7 +866,11 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
             nap = SF__PARKED_NAP_NS;
         if ((uint64_t)nap > deadline_ns - now)
             nap = (long)(deadline_ns - now);
+        /* Relaxed, both: our own flag, a snapshot for the shutdown's sweep,
+         * which compares two looks (promise.c). */
+        atomic_store_explicit(&sf__sched(me)->timed_sleep, 1, memory_order_relaxed);
         sleep_on(me, f, nap);
+        atomic_store_explicit(&sf__sched(me)->timed_sleep, 0, memory_order_relaxed);
         w.nap = w.nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : w.nap * 2;
     }
     if (w.published)

@@ -368,10 +368,10 @@ int sf__promise_cancel(sf_future *f, uint64_t s) { return cancel(f, s, false); }
  * Waits that leave no record - on a program's lock or condition, in
  * sf_wait_any or a batch wait - look like code that runs (its fiber has no
  * record, or its thread is not asleep): they only keep the sweep from
- * seeing a stall, and the shutdown waits as before. A timed wait looks like
- * any other: a task that would set a promise only once its own timed wait
- * gives up sees the promise cancelled first - the tasks that waited on it
- * through that wait did wait on an unset promise (sf.h, sf_shutdown).
+ * seeing a stall, and the shutdown waits as before. So does a thread asleep
+ * in a timed wait (its timed_sleep flag): its deadline ends the wait and
+ * its code goes on, and may set the promise - the stall, if it is one, is
+ * seen once that code waits without a deadline.
  *
  * Why it ends. Every chain of waits of a stall ends at a promise: a task
  * waited for runs, so it waits in turn (S2), and the chain cannot come back
@@ -482,11 +482,13 @@ static int owner_of(const void *p, int n)
     return -1;
 }
 
-/* Relaxed: a snapshot of the flag (get.c, sleep_on), compared between
- * looks only. */
+/* Relaxed: a snapshot of the flags (get.c, sleep_on), compared between
+ * looks only. A timed wait's sleep is no stall: it returns at its deadline,
+ * and its code goes on. */
 static bool asleep(struct sf__thread *t)
 {
-    return atomic_load_explicit(&sf__sched(t)->asleep, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&sf__sched(t)->asleep, memory_order_relaxed) != 0 &&
+           atomic_load_explicit(&sf__sched(t)->timed_sleep, memory_order_relaxed) == 0;
 }
 
 /* One look (above, What a sweep reads): fills st->cur and st->cand; true

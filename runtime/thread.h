@@ -118,6 +118,9 @@ struct sf__sched {
      * read by deadlock checks on other threads (park.c, sf__park_is_fiber). */
     _Atomic(struct sf__fiber *) fibers;
     _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
+    _Atomic int timed_sleep;   /* 1 while that sleep is a timed wait's, which returns
+                                * at its deadline (owner writes; the shutdown's
+                                * sweep reads: promise.c) */
     /* The trace's line buffer (trace.c; owner only). Freed with the thread
      * (sf__threads_free). */
     char *tbuf;

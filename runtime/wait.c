@@ -131,8 +131,11 @@ static void sleep_on_any(struct sf__thread *me, sf_future *const *fs, int n,
      * reads of the states (get.c, sleep_on). */
     for (int i = 0; i < n; i++)
         atomic_fetch_add_explicit(&fs[i]->waiters, 1, memory_order_relaxed);
-    /* Relaxed: a statistic for the trace's Asleep column. */
+    /* Relaxed: a statistic for the trace's Asleep column; whether a
+     * deadline ends the sleep, for the shutdown's sweep (promise.c). */
     atomic_store_explicit(&sf__sched(me)->asleep, 1, memory_order_relaxed);
+    atomic_store_explicit(&sf__sched(me)->timed_sleep, deadline_ns != UINT64_MAX,
+                          memory_order_relaxed);
     SF__BUMP(sf__sched(me)->c_sleeps);
     /* Pairs with each runner's light fence or exchange (run.h). */
     sf__fence_heavy();
@@ -158,6 +161,7 @@ static void sleep_on_any(struct sf__thread *me, sf_future *const *fs, int n,
     }
     /* Relaxed: as in sleep_on; a stale count costs a spurious wake. */
     atomic_store_explicit(&sf__sched(me)->asleep, 0, memory_order_relaxed);
+    atomic_store_explicit(&sf__sched(me)->timed_sleep, 0, memory_order_relaxed);
     for (int i = 0; i < n; i++)
         atomic_fetch_sub_explicit(&fs[i]->waiters, 1, memory_order_relaxed);
 }

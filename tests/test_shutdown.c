@@ -848,6 +848,50 @@ START_TEST(a_promise_a_running_task_sets_is_not_cancelled)
 }
 END_TEST
 
+/* A promise that a task sets once its own timed wait gives up is not
+ * cancelled: asleep in a wait with a deadline, the task is not stuck. It
+ * waits 0.3 s (six times the watch's quiet spell) for a promise nobody
+ * sets, then sets late_p. */
+static sf_future *never_p;
+static int timed_rc;
+
+static void *set_after_timed_wait(void *arg)
+{
+    (void)arg;
+    timed_rc = sf_wait_for(never_p, NULL, 0.3);
+    ck_assert_int_eq(sf_promise_set(late_p, (void *)43), 0);
+    atomic_store(&setter_done, 1);
+    return NULL;
+}
+
+START_TEST(a_promise_set_after_a_timed_wait_is_not_cancelled)
+{
+    tu_env_threads(thread_counts[_i]);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    atomic_store(&setter_done, 0);
+    timed_rc = -1;
+    static struct seen w;
+    memset(&w, 0, sizeof w);
+    ck_assert_ptr_nonnull(late_p = sf_promise());
+    ck_assert_ptr_nonnull(never_p = sf_promise());
+    w.result = late_p;
+    sf_future *f = sf_do(get_promise, &w);
+    ck_assert_ptr_nonnull(f);
+    static struct plain_get g;
+    memset(&g, 0, sizeof g);
+    g.f = f;
+    ck_assert_int_eq(pthread_create(&g.thread, NULL, plain_get_main, &g), 0);
+    ck_assert_int_eq(tu_wait_flag(&w.started, 5000), 1);
+    ck_assert_ptr_nonnull(sf_do(set_after_timed_wait, NULL)); /* the drain runs it */
+    sf_shutdown();
+    ck_assert_int_eq(pthread_join(g.thread, NULL), 0);
+    ck_assert_int_eq(atomic_load(&setter_done), 1);
+    ck_assert_int_eq(timed_rc, ETIMEDOUT);
+    ck_assert_ptr_eq(w.result, (void *)43);
+    ck_assert_ptr_eq(g.result, SAW(0));
+}
+END_TEST
+
 static Suite *shutdown_suite(void)
 {
     Suite *s = suite_create("shutdown");
@@ -886,6 +930,7 @@ static Suite *shutdown_suite(void)
     tcase_add_loop_test(prom, a_parked_fiber_blocked_on_an_unset_promise_goes_on, 0, n);
     tcase_add_loop_test(prom, a_timed_out_wait_then_shutdown_returns, 0, n);
     tcase_add_loop_test(prom, a_promise_a_running_task_sets_is_not_cancelled, 0, n);
+    tcase_add_loop_test(prom, a_promise_set_after_a_timed_wait_is_not_cancelled, 0, n);
     suite_add_tcase(s, prom);
     return s;
 }
