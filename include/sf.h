@@ -381,8 +381,8 @@ SF_EXPORT sf_future *sf_batch_do(sf_batch *b, void *(*fn)(void *), void *arg);
  * (this thread cannot register, as sf_get()). */
 SF_EXPORT int sf_batch_wait(sf_batch *b);
 
-/* sf_batch_wait() with a deadline (Timed waits, above): it runs b's pending
- * tasks itself, but starts none once the deadline has passed. Returns 0, or
+/* sf_batch_wait() with a deadline (Timed waits, above): it runs none of b's
+ * tasks itself - the pool does - unless seconds is no deadline. Returns 0, or
  * -1 with errno ETIMEDOUT (a task of b is not done by the deadline; they go
  * on) or sf_batch_wait()'s errors (EINVAL also for seconds negative or NaN). */
 SF_EXPORT int sf_batch_wait_for(sf_batch *b, double seconds);

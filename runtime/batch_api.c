@@ -78,9 +78,9 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
      * worker. A task of b running elsewhere is on its runner's stack, which
      * completes it (deadlock freedom of gets, get.c); we sleep meanwhile,
      * woken by an add (work for us) or by the last completion. With a
-     * deadline (sf_batch_wait_for), no task starts here once it has passed;
-     * one started before it runs to its end, the only way the wait returns
-     * late besides a parked fiber resumed below and a wake-up. */
+     * deadline (sf_batch_wait_for) no task starts here at all (get.c, Timed
+     * gets): the pool runs them, and the wait returns late only by a parked
+     * fiber resumed below and a wake-up. */
     bool timed = deadline_ns != UINT64_MAX;
     /* A timed wait's parked fibers (park.c, Order of resumption): only one
      * whose wait is over goes on; this one yields to it (the batch is no
