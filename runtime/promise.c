@@ -601,7 +601,7 @@ static void sweep(void **stp, const struct sf__thread *stopper, uint64_t deadlin
         return;
     }
     if (st->quiet_since == 0 || st->ncur != st->nprev ||
-        memcmp(st->cur, st->prev, st->ncur * sizeof *st->cur) != 0) {
+        (st->ncur != 0 && memcmp(st->cur, st->prev, st->ncur * sizeof *st->cur) != 0)) {
         /* The first look of a quiet spell: kept, to compare. */
         struct rec *v = st->prev;
         size_t c = st->capprev;

@@ -247,6 +247,14 @@ START_TEST(exit_without_shutdown_reports_and_closes_the_trace)
     tu_env_threads(2);
     setenv("SF_TRACE", "chrome", 1);
     setenv("SF_TRACE_FILE", path, 1);
+    /* A process that exits without sf_shutdown keeps the runtime's memory
+     * to its end, in arenas LeakSanitizer does not scan: not a leak of the
+     * child's to report (an ASan build). */
+    char asan[512];
+    const char *was = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "%s%sdetect_leaks=0", was != NULL ? was : "",
+             was != NULL && was[0] != '\0' ? ":" : "");
+    setenv("ASAN_OPTIONS", asan, 1);
     char *err = run_child("exit");
     ck_assert_msg(count(err, "libsf: unhandled failure of task failing_fn (EIO, 5): the disk is "
                              "gone\n") == 1,
