@@ -89,10 +89,13 @@ END_TEST
  * SF_THREADS=1 C runs inline in P's get, on P's stack, so C's get is the one
  * that can never return: EDEADLK, and P's get of C gives C's value. At
  * SF_THREADS=2 C may run on the worker while P's get waits: then it is a
- * two-task cycle, and exactly one of the two gets is EDEADLK.
+ * two-task cycle, and exactly one of the two gets is EDEADLK. When it is
+ * P's, P goes on and C's get returns P's value on the worker once P is done,
+ * which may be after this thread's get of P returned: the test waits for
+ * C's get to return (c_returned) before it looks.
  */
 static sf_future *_Atomic parent_f;
-static atomic_int parent_set;
+static atomic_int parent_set, c_returned;
 static int c_rc = -1, p_rc = -1;
 static void *c_val, *p_val;
 
@@ -102,6 +105,7 @@ static void *child_gets_parent(void *arg)
         return (void *)-1L;
     c_val = UNTOUCHED;
     c_rc = sf_wait(atomic_load(&parent_f), &c_val);
+    atomic_store(&c_returned, 1);
     return arg;
 }
 
@@ -126,6 +130,8 @@ START_TEST(cycle_through_a_child)
     void *r = UNTOUCHED;
     ck_assert_int_eq(sf_wait(p, &r), 0);
     ck_assert_ptr_eq(r, (void *)11L);
+    ck_assert_msg(tu_wait_flag(&c_returned, WAIT_MS),
+                  "the child's get of the parent never returned");
     ck_assert_msg((c_rc == EDEADLK) + (p_rc == EDEADLK) == 1,
                   "want exactly one EDEADLK: child's get %d, parent's get %d", c_rc, p_rc);
     if (_i == 0)

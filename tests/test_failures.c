@@ -129,12 +129,17 @@ static void *fail_as_told(void *arg)
 }
 
 /*
- * Runs the calling thread's pending tasks without any get of them: a gate
- * task waits until *count reaches want, and a foreign thread's get claims
- * it and runs it there; this thread's get of the gate then finds it running
- * elsewhere and helps, running this thread's pending tasks (a pool worker,
- * or another blocked get, may take some). Then waits with sf_is_done(),
- * which runs nothing and sees nothing, until each of fs is done.
+ * Runs failing tasks without any get of them: a root task, run by this
+ * thread's get, makes them (fail_as_told(&w[i]) into fs[i]) and a gate task
+ * that waits until *done reaches want; a foreign thread's get claims the
+ * gate and runs it there; the root's get of the gate then finds it running
+ * elsewhere and helps, running the failing tasks, which are of the root's
+ * region (a pool worker may take some). The root's get sees only the gate.
+ * Then waits with sf_is_done(), which runs nothing and sees nothing, until
+ * each of fs is done. fresh: the root also reads sf_error_message() and
+ * sf_is_done() of each before any of them ran (SF_THREADS=1 only, where no
+ * worker can run them first); fresh_ok says both found them not failed
+ * and not done.
  */
 struct gate {
     atomic_int *count;
@@ -154,20 +159,60 @@ static void *gate_task(void *arg)
 
 static void *get_on_thread(void *arg) { return sf_get(arg); }
 
-static void run_unseen(sf_future **fs, int n, atomic_int *count, int want)
+struct unseen {
+    struct failing *w;
+    sf_future **fs;
+    int n, want, fresh, fresh_ok, thread_made;
+    struct gate g;
+    sf_future *gf;
+    pthread_t gt;
+};
+
+/* The root: its get of the gate gives the gate's value; -3 to -5 for a
+ * setup that failed. */
+static void *unseen_root(void *arg)
 {
-    struct gate g = {.count = count, .want = want};
-    sf_future *gf = sf_do(gate_task, &g);
-    ck_assert_ptr_nonnull(gf);
-    pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, get_on_thread, gf), 0);
-    ck_assert_msg(tu_wait_flag(&g.started, WAIT_MS), "setup: nobody started the gate task");
-    void *mine = sf_get(gf);
+    struct unseen *u = arg;
+    for (int i = 0; i < u->n; i++)
+        if ((u->fs[i] = sf_do(fail_as_told, &u->w[i])) == NULL)
+            return (void *)-3L;
+    u->fresh_ok = 1;
+    for (int i = 0; u->fresh && i < u->n; i++)
+        if (sf_error_message(u->fs[i]) != NULL || sf_is_done(u->fs[i]) != 0)
+            u->fresh_ok = 0;
+    if ((u->gf = sf_do(gate_task, &u->g)) == NULL)
+        return (void *)-3L;
+    if (pthread_create(&u->gt, NULL, get_on_thread, u->gf) != 0)
+        return (void *)-4L;
+    u->thread_made = 1;
+    if (!tu_wait_flag(&u->g.started, WAIT_MS))
+        return (void *)-5L;
+    return sf_get(u->gf);
+}
+
+/* Makes n failing tasks, fs[i] failing as w[i] says, counting themselves in
+ * *done, and runs them unseen until *done reaches want. */
+static void run_unseen(struct failing *w, sf_future **fs, int n, atomic_int *done, int want,
+                       int fresh)
+{
+    for (int i = 0; i < n; i++)
+        w[i].done = done;
+    struct unseen u = {.w = w, .fs = fs, .n = n, .want = want, .fresh = fresh};
+    u.g = (struct gate){.count = done, .want = want};
+    sf_future *root = sf_do(unseen_root, &u);
+    ck_assert_ptr_nonnull(root);
+    void *mine = sf_get(root);
     void *theirs = NULL;
-    ck_assert_int_eq(pthread_join(t, &theirs), 0);
+    if (u.thread_made)
+        ck_assert_int_eq(pthread_join(u.gt, &theirs), 0);
+    ck_assert_msg(mine != (void *)-3L && mine != (void *)-4L,
+                  "setup: the root could not make its tasks");
+    ck_assert_msg(mine != (void *)-5L, "setup: nobody started the gate task");
     ck_assert_msg(mine == (void *)1L, "setup: the failing tasks did not run while the gate waited");
     ck_assert_ptr_eq(theirs, (void *)1L);
-    sf_release(gf);
+    ck_assert_msg(u.fresh_ok, "sf_error_message or sf_is_done saw a task before it ran");
+    sf_release(u.gf);
+    sf_release(root);
     for (int i = 0; i < n; i++) {
         double end = tu_now_ms() + (double)WAIT_MS;
         while (sf_is_done(fs[i]) != 1 && tu_now_ms() < end)
@@ -179,11 +224,8 @@ static void run_unseen(sf_future **fs, int n, atomic_int *count, int want)
 /* One failed future, run and not seen: sf_fail(code, "%s", msg). */
 static sf_future *failed_unseen(struct failing *w, atomic_int *done)
 {
-    w->done = done;
-    int before = atomic_load(done);
-    sf_future *f = sf_do(fail_as_told, w);
-    ck_assert_ptr_nonnull(f);
-    run_unseen(&f, 1, done, before + 1);
+    sf_future *f = NULL;
+    run_unseen(w, &f, 1, done, atomic_load(done) + 1, 0);
     return f;
 }
 
@@ -584,12 +626,13 @@ END_TEST
 
 /*
  * The failure belongs to the task that called sf_fail, also when that task
- * runs nested in another one's get (helping): P, run by main, gets a gate
- * that a foreign thread runs, and while it waits, helps by running b, which
- * fails. P is not failed: it returns its value, and can still fail itself.
+ * runs nested in another one's get (helping): P, run by main's get, makes a
+ * gate and b; a foreign thread's get runs the gate, and P's get of the gate
+ * waits and helps by running b, a task of P's region, which fails. P is not
+ * failed: it returns its value, and can still fail itself.
  */
-static atomic_int b_done;
-static int p_own_rc;
+static atomic_int b_done, gate_published;
+static int p_own_rc, p_setup_ok;
 
 static void *gate_until_b(void *arg)
 {
@@ -606,11 +649,25 @@ static void *b_fails(void *arg)
     return (void *)42L;
 }
 
-static sf_future *gate_f;
+static sf_future *gate_f, *b_f;
+
+static void *foreign_gets_gate(void *arg)
+{
+    (void)arg;
+    if (!tu_wait_flag(&gate_published, WAIT_MS))
+        return (void *)-2L;
+    return sf_get(gate_f);
+}
 
 static void *p_gets_gate(void *arg)
 {
     parent_thread = pthread_self();
+    gate_f = sf_do(gate_until_b, (void *)11L);
+    b_f = sf_do(b_fails, NULL);
+    if (gate_f == NULL || b_f == NULL)
+        return (void *)-1L;
+    atomic_store(&gate_published, 1);
+    p_setup_ok = tu_wait_flag(&child_started, WAIT_MS);
     p_val = UNTOUCHED;
     p_rc = sf_wait(gate_f, &p_val);
     if ((long)arg == 1) {
@@ -624,19 +681,21 @@ START_TEST(helped_task_fails_alone)
 {
     start(1);
     long p_fails_too = _i;
-    gate_f = sf_do(gate_until_b, (void *)11L);
-    sf_future *b = sf_do(b_fails, NULL);
     pthread_t ft;
-    ck_assert_int_eq(pthread_create(&ft, NULL, get_on_thread, gate_f), 0);
-    ck_assert_msg(tu_wait_flag(&child_started, WAIT_MS), "setup: the foreign get never ran the gate");
+    ck_assert_int_eq(pthread_create(&ft, NULL, foreign_gets_gate, NULL), 0);
     sf_future *p = sf_do(p_gets_gate, (void *)p_fails_too);
+    ck_assert_ptr_nonnull(p);
     void *r = UNTOUCHED;
     int rc = sf_wait(p, &r);
     void *fv = NULL;
     ck_assert_int_eq(pthread_join(ft, &fv), 0);
+    ck_assert_ptr_nonnull(gate_f);
+    ck_assert_ptr_nonnull(b_f);
+    ck_assert_msg(p_setup_ok, "setup: the foreign get never ran the gate");
     ck_assert_ptr_eq(fv, (void *)11L);
     ck_assert_int_eq(p_rc, 0);
     ck_assert_ptr_eq(p_val, (void *)11L);
+    ck_assert(pthread_equal(parent_thread, pthread_self()));
     ck_assert_msg(pthread_equal(fail_thread, pthread_self()),
                   "setup: b did not run nested in P's get");
     ck_assert_int_eq(fail_rc, 0);
@@ -650,12 +709,12 @@ START_TEST(helped_task_fails_alone)
         ck_assert_ptr_eq(r, (void *)77L);
         ck_assert_ptr_null(sf_error_message(p));
     }
-    ck_assert_int_eq(sf_wait(b, &r), EIO);
-    ck_assert_str_eq(sf_error_message(b), "b");
+    ck_assert_int_eq(sf_wait(b_f, &r), EIO);
+    ck_assert_str_eq(sf_error_message(b_f), "b");
     ck_assert_int_eq(sf_wait(gate_f, &r), 0);
     ck_assert_ptr_null(sf_error_message(gate_f));
     sf_release(p);
-    sf_release(b);
+    sf_release(b_f);
     sf_release(gate_f);
     sf_shutdown();
 }
@@ -729,17 +788,16 @@ START_TEST(unhandled_when_released_unseen)
 END_TEST
 
 /* "Since it failed": an sf_error_message() before the task ran does not
- * count, and neither does sf_is_done(). SF_THREADS=1: no worker can run
+ * count, and neither does sf_is_done(). The root that makes the task calls
+ * both before it runs (run_unseen's fresh); SF_THREADS=1: no worker can run
  * the task before those calls. */
 START_TEST(unhandled_seen_only_before_it_failed)
 {
     start(1);
     sf_on_unhandled(counting_hook, &hook_token);
-    struct failing w = {EIO, "disk 3", &fails_done};
-    sf_future *f = sf_do(fail_as_told, &w);
-    ck_assert_ptr_null(sf_error_message(f)); /* not failed yet */
-    ck_assert_int_eq(sf_is_done(f), 0);
-    run_unseen(&f, 1, &fails_done, 1);
+    struct failing w = {EIO, "disk 3", NULL};
+    sf_future *f = NULL;
+    run_unseen(&w, &f, 1, &fails_done, 1, 1);
     ck_assert_int_eq(sf_is_done(f), 1);
     assert_hook_calls(0);
     sf_release(f);
@@ -1036,8 +1094,9 @@ START_TEST(hook_on_a_worker_calls_back)
 END_TEST
 
 /*
- * Many failures from many threads: 4 pthreads make 1000 failing tasks each.
- * 750 run unseen (the gate), and then 250 of them are seen by
+ * Many failures from many threads: 4 pthreads have 1000 failing tasks made
+ * each. 750, made by a root task of the pthread's (run_unseen), run unseen,
+ * and then 250 of them are seen by
  * sf_error_message and 500 released unseen; the other 250 are seen by the
  * get that runs them (sf_wait or sf_get). The hook, called from the 4
  * releasing threads at once, counts exactly the 2000 unseen ones, each once,
@@ -1077,10 +1136,7 @@ static void *many_thread(void *arg)
         snprintf(m->msg[j], sizeof m->msg[j], "p%d t%d", m->p, j);
         m->w[j] = (struct failing){1000 + j, m->msg[j], &m->done};
     }
-    for (int j = 0; j < NBATCH; j++)
-        if ((m->f[j] = sf_do(fail_as_told, &m->w[j])) == NULL)
-            return (void *)-1L;
-    run_unseen(m->f, NBATCH, &m->done, NBATCH);
+    run_unseen(m->w, m->f, NBATCH, &m->done, NBATCH, 0);
     for (int j = 0; j < NBATCH; j++) {
         if (j % 3 == 0) {
             const char *msg = sf_error_message(m->f[j]);

@@ -108,11 +108,12 @@ END_TEST
 
 /*
  * Released while its task runs: the task still finishes (once). Built at
- * SF_THREADS=1 so the schedule is fixed: a foreign thread runs a (it got it
- * first), main's get of a helps by running b, and while b runs a third
- * thread, holding b's handle, releases it.
+ * SF_THREADS=1 so the schedule is fixed: a root task, run by main's get,
+ * makes a and b; a foreign thread runs a (its get claimed it first), the
+ * root's get of a helps by running b, a task of the root's region, and
+ * while b runs a third thread, holding b's handle, releases it.
  */
-static atomic_int a_started, b_started, b_may_finish, a_may_finish, b_finished;
+static atomic_int a_started, b_started, b_may_finish, a_may_finish, b_finished, a_published;
 
 static void *task_a(void *arg)
 {
@@ -128,55 +129,69 @@ static void *task_b(void *arg)
     return r;
 }
 
-struct get_job {
-    sf_future *f;
-    void *val;
-};
+static sf_future *a_f, *b_f;
+static void *foreign_val = (void *)-2L;
 
-static void *get_it(void *arg)
+/* The foreign thread: gets a once the root made it. */
+static void *get_a(void *arg)
 {
-    struct get_job *j = arg;
-    j->val = sf_get(j->f);
+    (void)arg;
+    if (tu_wait_flag(&a_published, WAIT_MS))
+        foreign_val = sf_get(a_f);
     return NULL;
 }
 
 static void *release_b_while_running(void *arg)
 {
-    sf_future *b = arg;
+    (void)arg;
     if (!tu_wait_flag(&b_started, WAIT_MS))
         return (void *)-1L;
-    sf_release(b); /* b is running (on main): orphaned, freed when it ends */
+    sf_release(b_f); /* b is running (on main): orphaned, freed when it ends */
     atomic_store(&b_may_finish, 1);
     tu_wait_flag(&b_finished, WAIT_MS);
     atomic_store(&a_may_finish, 1);
     return NULL;
 }
 
+/* The root: its get of a gives a's value; -3 if a's get never started it. */
+static void *release_root(void *arg)
+{
+    (void)arg;
+    a_f = sf_do(task_a, (void *)11L);
+    b_f = sf_do(task_b, (void *)22L);
+    if (a_f == NULL || b_f == NULL)
+        return (void *)-1L;
+    atomic_store(&a_published, 1);
+    if (!tu_wait_flag(&a_started, WAIT_MS))
+        return (void *)-3L;
+    return sf_get(a_f); /* a runs elsewhere: this thread runs b meanwhile */
+}
+
 START_TEST(release_while_running)
 {
     tu_env_threads(1);
     ck_assert_int_eq(sf_init(NULL), 0);
-    sf_future *a = sf_do(task_a, (void *)11L);
-    sf_future *b = sf_do(task_b, (void *)22L);
-    struct get_job ja = {a, NULL};
     pthread_t ga, rel;
-    ck_assert_int_eq(pthread_create(&ga, NULL, get_it, &ja), 0);
-    ck_assert_msg(tu_wait_flag(&a_started, WAIT_MS), "the foreign get never ran a");
-    ck_assert_int_eq(pthread_create(&rel, NULL, release_b_while_running, b), 0);
-    void *v = sf_get(a); /* a runs elsewhere: main runs b meanwhile */
+    ck_assert_int_eq(pthread_create(&ga, NULL, get_a, NULL), 0);
+    ck_assert_int_eq(pthread_create(&rel, NULL, release_b_while_running, NULL), 0);
+    sf_future *root = sf_do(release_root, NULL);
+    ck_assert_ptr_nonnull(root);
+    void *v = sf_get(root);
     void *rv;
     ck_assert_int_eq(pthread_join(rel, &rv), 0);
     ck_assert_int_eq(pthread_join(ga, NULL), 0);
+    ck_assert_msg(v != (void *)-3L, "the foreign get never ran a");
     ck_assert_ptr_null(rv);
     ck_assert_ptr_eq(v, (void *)11L);
-    ck_assert_ptr_eq(ja.val, (void *)11L);
+    ck_assert_ptr_eq(foreign_val, (void *)11L);
     ck_assert_int_eq(atomic_load(&b_finished), 1);
     sf_stats s = tu_stats_quiet();
-    ck_assert_uint_eq(s.created, 2);
+    ck_assert_uint_eq(s.created, 3);
     ck_assert_uint_eq(s.discarded, 0);
-    ck_assert_uint_eq(s.run_inline, 1);
-    ck_assert_uint_eq(s.run_stolen, 1);
-    sf_release(a);
+    ck_assert_uint_eq(s.run_inline, 2); /* the root by main, a by the foreign get */
+    ck_assert_uint_eq(s.run_stolen, 1); /* b, by the root's get */
+    sf_release(a_f);
+    sf_release(root);
     /* Memory of the orphan was recycled properly: new work is exact. */
     for (long i = 0; i < 100; i++) {
         sf_future *f = sf_do(counted, (void *)i);

@@ -360,15 +360,15 @@ END_TEST
 START_TEST(local_tree_in_order_4) { local_tree_at(4); }
 END_TEST
 
-/* Helping: the maker, blocked on a future running elsewhere, runs its own
- * pending local task - which is what that future waits for. */
+/* Helping: the maker, a task blocked on a future running elsewhere, runs
+ * its own pending local task - which is what that future waits for. A
+ * plain thread makes f and runs it (its get claimed it); a root task, run
+ * by main's get, makes local task t and gets f: f runs on the other thread,
+ * so the root's get helps, and its first find is its own newest task, t,
+ * which lets f finish. SF_THREADS=1: no worker, only helping can run t. */
 static atomic_int flag;
 
-static void *wait_flag(void *arg)
-{
-    ck_assert_int_eq(tu_wait_flag(&flag, 10000), 1);
-    return arg;
-}
+static void *wait_flag(void *arg) { return tu_wait_flag(&flag, 10000) ? arg : (void *)-1L; }
 
 static void *set_flag(void *arg)
 {
@@ -382,8 +382,25 @@ static void *run_other(void *arg)
 {
     sf_future *f = sf_do(wait_flag, (void *)0x55);
     __atomic_store_n(&other, f, __ATOMIC_RELEASE);
-    sf_get(f); /* runs it here: waits until the flag */
-    return arg;
+    return sf_get(f) == (void *)0x55 ? arg : (void *)-1L; /* runs it here: waits until the flag */
+}
+
+struct helping {
+    void *other_val, *t_val;
+    int other_done_before, other_done_after;
+};
+
+static void *helping_root(void *arg)
+{
+    struct helping *h = arg;
+    sf_task t;
+    if (sf_task_do(&t, set_flag, (void *)0x66) != 0)
+        return (void *)-1L;
+    h->other_done_before = sf_is_done(other);
+    h->other_val = sf_get(other);
+    h->other_done_after = sf_is_done(other);
+    h->t_val = sf_task_get(&t);
+    return (void *)1L;
 }
 
 START_TEST(helping_runs_local_tasks)
@@ -394,20 +411,22 @@ START_TEST(helping_runs_local_tasks)
     ck_assert_int_eq(pthread_create(&th, NULL, run_other, NULL), 0);
     while (__atomic_load_n(&other, __ATOMIC_ACQUIRE) == NULL)
         tu_sleep_ms(1);
-    while (sf_is_done(other) == 0 && atomic_load(&ran) == 0) {
-        sf_task t;
-        ck_assert_int_eq(sf_task_do(&t, set_flag, (void *)0x66), 0);
-        /* f runs on the other thread, so this get helps: its first find is
-         * our own newest task, t, which lets f finish. */
-        ck_assert_ptr_eq(sf_get(other), (void *)0x55);
-        ck_assert_int_eq(sf_is_done(other), 1);
-        ck_assert_ptr_eq(sf_task_get(&t), (void *)0x66);
-        atomic_store(&ran, 1);
-    }
-    pthread_join(th, NULL);
+    struct helping h = {0};
+    sf_future *root = sf_do(helping_root, &h);
+    ck_assert_ptr_nonnull(root);
+    ck_assert_ptr_eq(sf_get(root), (void *)1L);
+    void *tv = (void *)-2L;
+    pthread_join(th, &tv);
+    ck_assert_ptr_null(tv);
+    ck_assert_int_eq(h.other_done_before, 0); /* f waits for the flag only t sets */
+    ck_assert_ptr_eq(h.other_val, (void *)0x55);
+    ck_assert_int_eq(h.other_done_after, 1);
+    ck_assert_ptr_eq(h.t_val, (void *)0x66);
     sf_stats s = tu_stats_quiet();
-    ck_assert_uint_eq(s.run_stolen, 1);
+    ck_assert_uint_eq(s.created, 3);
+    ck_assert_uint_eq(s.run_stolen, 1); /* t, by the root's get */
     sf_release(other);
+    sf_release(root);
     sf_shutdown();
 }
 END_TEST
