@@ -6,8 +6,9 @@
  *
  * Three cases, each timed as `batches` batches of `per` calls, the two
  * calls alternating batch by batch so that both see the same machine:
- *   own      f = sf_do(noop) then the wait: the wait claims f's task and runs
- *            it here (the fork-join case: nobody else has started it);
+ *   own      f = sf_do(noop) then the wait: sf_wait claims f's task and
+ *            runs it here (the fork-join case: nobody else has started it);
+ *            sf_wait_for, which runs no task, leaves it to a pool worker;
  *   done     a wait on a future already done (a result handed on);
  *   running  f is a batch task (submitted at once) that spins spin_us on a
  *            pool worker while this thread waits for it: sf_wait helps, spins
