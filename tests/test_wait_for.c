@@ -739,7 +739,7 @@ END_TEST
  * P1 plus a wake-up. The kinds: sf_wait_for with no deadline and with 1 s,
  * sf_wait_any with 1 s, sf_batch_wait_for with 1 s (A a batch task). The
  * shape runs in a root task, whose thread helps with its descendants.
- * _i: bit 0 SF_THREADS - 1, then the kind.
+ * _i: SF_THREADS 1, 2 or 4 (_i % 3), then the kind.
  */
 enum { LL_FOR_INF, LL_FOR_1S, LL_ANY_1S, LL_BATCH_1S, LL_KINDS };
 static int ll_kind;
@@ -814,8 +814,9 @@ static void *ll_root(void *arg)
 
 START_TEST(waits_on_fibers_of_one_thread_end)
 {
-    tu_env_threads(1 + _i % 2);
-    ll_kind = _i / 2;
+    static const int ll_threads[] = {1, 2, 4};
+    tu_env_threads(ll_threads[_i % 3]);
+    ll_kind = _i / 3;
     ll_p1 = sf_promise();
     ll_p2 = sf_promise();
     ll_batch = sf_batch_new();
@@ -828,7 +829,7 @@ START_TEST(waits_on_fibers_of_one_thread_end)
     double took = tu_now_ms() - ll_t0;
     ck_assert_int_eq(pthread_join(t, NULL), 0);
     ck_assert_msg(v == (void *)1, "kind %d, SF_THREADS=%d: B and C gave %ld", ll_kind,
-                  1 + _i % 2, (long)(intptr_t)v);
+                  ll_threads[_i % 3], (long)(intptr_t)v);
     ck_assert_msg(took < 100.0 + 500.0, "kind %d: took %.1f ms, P1 was set at 100 ms", ll_kind,
                   took);
     sf_release(root);
@@ -929,7 +930,7 @@ static Suite *wait_for_suite(void)
     tcase_add_loop_test(tn, timed_waits_never_compute, 0, 3);
     tcase_add_loop_test(tn, wait_all_waits_for_every_one, 0, 3);
     tcase_add_loop_test(tn, wait_all_einval, 0, 3);
-    tcase_add_loop_test(tn, waits_on_fibers_of_one_thread_end, 0, 2 * LL_KINDS);
+    tcase_add_loop_test(tn, waits_on_fibers_of_one_thread_end, 0, 3 * LL_KINDS);
     suite_add_tcase(s, tn);
     TCase *tt = tcase_create("trace");
     tcase_set_timeout(tt, 60);
