@@ -3,13 +3,16 @@
  * shape of an I/O thread feeding blocks to tasks while the main thread
  * takes the results in order.
  *
- *     feed_sf [items=20000] [threads=2] [work_us=5] [reps=5]
+ *     feed_sf [items=20000] [threads=2] [work_us=5] [reps=5] [root=0|1]
  *
  * Each rep: the main thread makes `items` promises in[i] and `items` lazy
  * tasks stage(i) (sf_do); a plain pthread that never calls libsf otherwise
  * sets in[0], in[1], ... as fast as it can; stage(i) gets in[i], spins
  * work_us and returns the value + 1; the main thread gets stage(0),
- * stage(1), ... in order. Uses only calls every libsf version has, so that
+ * stage(1), ... in order - or, root=1, a root task the main thread gets
+ * makes the stages and gets them (a get inside a task helps with its
+ * siblings; one of plain code does not). Uses only calls every libsf
+ * version has, so that
  * tools/bench/feed-run can build it against an older tree side by side.
  *
  * Prints per rep: FEED<TAB>threads=T<TAB>items=N<TAB>seconds=..<TAB>
@@ -25,6 +28,7 @@
 #include "sf.h"
 
 static long items = 20000, work_us = 5, reps = 5;
+static int in_root;
 static sf_future **in;
 static int wrong;
 
@@ -49,31 +53,47 @@ static void *stage(void *arg)
     return (void *)((intptr_t)v + 1);
 }
 
-static double one_rep(void)
+/* Makes the stages, starts the feeder, gets the stages in order. */
+static void *consume(void *arg)
 {
+    pthread_t *t = arg;
     sf_future **fs = calloc((size_t)items, sizeof *fs);
     if (fs == NULL)
         exit(3);
     for (long i = 0; i < items; i++)
-        if ((in[i] = sf_promise()) == NULL)
-            exit(3);
-    double t0 = bench_now();
-    for (long i = 0; i < items; i++)
         if ((fs[i] = sf_do(stage, (void *)(intptr_t)i)) == NULL)
             exit(3);
-    pthread_t t;
-    if (pthread_create(&t, NULL, feeder, NULL) != 0)
+    if (pthread_create(t, NULL, feeder, NULL) != 0)
         exit(3);
     for (long i = 0; i < items; i++) {
         if (sf_get(fs[i]) != (void *)(intptr_t)(i + 2))
             wrong++;
         sf_release(fs[i]);
     }
+    free(fs);
+    return NULL;
+}
+
+static double one_rep(void)
+{
+    for (long i = 0; i < items; i++)
+        if ((in[i] = sf_promise()) == NULL)
+            exit(3);
+    double t0 = bench_now();
+    pthread_t t;
+    if (in_root) {
+        sf_future *r = sf_do(consume, &t);
+        if (r == NULL)
+            exit(3);
+        (void)sf_get(r);
+        sf_release(r);
+    } else {
+        consume(&t);
+    }
     double took = bench_now() - t0;
     pthread_join(t, NULL);
     for (long i = 0; i < items; i++)
         sf_release(in[i]);
-    free(fs);
     return took;
 }
 
@@ -89,8 +109,11 @@ int main(int argc, char **argv)
             work_us = atol(argv[i] + 8);
         else if (strncmp(argv[i], "reps=", 5) == 0)
             reps = atol(argv[i] + 5);
+        else if (strcmp(argv[i], "root=0") == 0 || strcmp(argv[i], "root=1") == 0)
+            in_root = argv[i][5] == '1';
         else {
-            fprintf(stderr, "usage: %s [items=N] [threads=N] [work_us=N] [reps=N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [items=N] [threads=N] [work_us=N] [reps=N] [root=0|1]\n",
+                    argv[0]);
             return 64;
         }
     }
