@@ -38,6 +38,15 @@ static int outcome(sf_future *f, void **result)
     return 0;
 }
 
+/* The entry points' way out when sf__enter failed: its errno, returned,
+ * and the caller's errno (saved) put back - these calls report by value. */
+static int lost(int saved)
+{
+    int e = errno;
+    errno = saved;
+    return e;
+}
+
 /* Released (FREE, or orphaned while it runs): not a future to wait for. */
 static bool released(uint64_t s) { return sf__status(s) == SF__FREE || (s & SF__ORPHAN); }
 
@@ -47,11 +56,8 @@ static int wait_for_entry(sf_future *f, void **result, uint64_t deadline_ns)
     SF__OUTERMOST("sf_wait_for", int, wait_for_entry(f, result, deadline_ns));
     int saved = errno;
     struct sf__thread *me = sf__enter();
-    if (me == NULL) {
-        int e = errno;
-        errno = saved;
-        return e;
-    }
+    if (me == NULL)
+        return lost(saved);
     bool traced = sf__trace_on;
     /* Acquire: as in sf_get. */
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
@@ -172,11 +178,8 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
     SF__OUTERMOST("sf_wait_any", int, wait_any_entry(fs, n, deadline_ns, which));
     int saved = errno;
     struct sf__thread *me = sf__enter();
-    if (me == NULL) {
-        int e = errno;
-        errno = saved;
-        return e;
-    }
+    if (me == NULL)
+        return lost(saved);
     bool traced = sf__trace_on;
     sf__get_submit(me, traced);
     int rc = 0;
@@ -285,11 +288,8 @@ static int wait_all_entry(sf_future *const *fs, int n, uint64_t deadline_ns)
     SF__OUTERMOST("sf_wait_all", int, wait_all_entry(fs, n, deadline_ns));
     int saved = errno;
     struct sf__thread *me = sf__enter();
-    if (me == NULL) {
-        int e = errno;
-        errno = saved;
-        return e;
-    }
+    if (me == NULL)
+        return lost(saved);
     sf__get_submit(me, sf__trace_on);
     bool timed = deadline_ns != UINT64_MAX;
     if (timed)
