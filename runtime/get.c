@@ -326,9 +326,8 @@ uint32_t sf__region_new_closed(void) { return sf__region_new() | SF__REGION_CLOS
  * shape still stalls it: a task of R, left running by f (made and not
  * got), that waits for what this thread does after the call returns
  * (docs/waiting.md says so). Deadlock freedom never rested on helping (top
- * comment). A plain-code
- * batch wait runs its batch's tasks the same way (batch_api.c); timed waits
- * run nothing (Timed gets).
+ * comment). A plain-code batch wait runs its batch's tasks the same way
+ * (batch_api.c); timed waits run nothing (Timed gets).
  */
 
 /* Sleeps until f is DONE or nap_ns pass. */
