@@ -823,9 +823,11 @@ static void *set_later(void *arg)
     return NULL;
 }
 
-START_TEST(a_promise_a_running_task_sets_is_not_cancelled)
+/* A plain thread's get of a task waiting on late_p is in flight; `setter`,
+ * queued here, sets late_p to `value`, and the shutdown's drain runs it:
+ * the get sees the value, not a cancellation. */
+static void shutdown_with_a_setter(void *(*setter)(void *), void *value)
 {
-    tu_env_threads(thread_counts[_i]);
     ck_assert_int_eq(sf_init(NULL), 0);
     atomic_store(&setter_done, 0);
     static struct seen w;
@@ -839,12 +841,18 @@ START_TEST(a_promise_a_running_task_sets_is_not_cancelled)
     g.f = f;
     ck_assert_int_eq(pthread_create(&g.thread, NULL, plain_get_main, &g), 0);
     ck_assert_int_eq(tu_wait_flag(&w.started, 5000), 1);
-    ck_assert_ptr_nonnull(sf_do(set_later, NULL)); /* the drain runs it */
+    ck_assert_ptr_nonnull(sf_do(setter, NULL)); /* the drain runs it */
     sf_shutdown();
     ck_assert_int_eq(pthread_join(g.thread, NULL), 0);
     ck_assert_int_eq(atomic_load(&setter_done), 1);
-    ck_assert_ptr_eq(w.result, (void *)42);
+    ck_assert_ptr_eq(w.result, value);
     ck_assert_ptr_eq(g.result, SAW(0));
+}
+
+START_TEST(a_promise_a_running_task_sets_is_not_cancelled)
+{
+    tu_env_threads(thread_counts[_i]);
+    shutdown_with_a_setter(set_later, (void *)42);
 }
 END_TEST
 
@@ -858,6 +866,7 @@ static int timed_rc;
 static void *set_after_timed_wait(void *arg)
 {
     (void)arg;
+    ck_assert_ptr_nonnull(never_p = sf_promise());
     timed_rc = sf_wait_for(never_p, NULL, 0.3);
     ck_assert_int_eq(sf_promise_set(late_p, (void *)43), 0);
     atomic_store(&setter_done, 1);
@@ -867,28 +876,9 @@ static void *set_after_timed_wait(void *arg)
 START_TEST(a_promise_set_after_a_timed_wait_is_not_cancelled)
 {
     tu_env_threads(thread_counts[_i]);
-    ck_assert_int_eq(sf_init(NULL), 0);
-    atomic_store(&setter_done, 0);
     timed_rc = -1;
-    static struct seen w;
-    memset(&w, 0, sizeof w);
-    ck_assert_ptr_nonnull(late_p = sf_promise());
-    ck_assert_ptr_nonnull(never_p = sf_promise());
-    w.result = late_p;
-    sf_future *f = sf_do(get_promise, &w);
-    ck_assert_ptr_nonnull(f);
-    static struct plain_get g;
-    memset(&g, 0, sizeof g);
-    g.f = f;
-    ck_assert_int_eq(pthread_create(&g.thread, NULL, plain_get_main, &g), 0);
-    ck_assert_int_eq(tu_wait_flag(&w.started, 5000), 1);
-    ck_assert_ptr_nonnull(sf_do(set_after_timed_wait, NULL)); /* the drain runs it */
-    sf_shutdown();
-    ck_assert_int_eq(pthread_join(g.thread, NULL), 0);
-    ck_assert_int_eq(atomic_load(&setter_done), 1);
+    shutdown_with_a_setter(set_after_timed_wait, (void *)43);
     ck_assert_int_eq(timed_rc, ETIMEDOUT);
-    ck_assert_ptr_eq(w.result, (void *)43);
-    ck_assert_ptr_eq(g.result, SAW(0));
 }
 END_TEST
 
