@@ -50,6 +50,26 @@ static int lost(int saved)
 /* Released (FREE, or orphaned while it runs): not a future to wait for. */
 static bool released(uint64_t s) { return sf__status(s) == SF__FREE || (s & SF__ORPHAN); }
 
+/* The arguments' futures, checked before a wait on a set: EINVAL if one is
+ * NULL or released, else 0 with *first the lowest index done (-1: none)
+ * and *ndone how many are. Acquire: DONE makes the runner's val visible to
+ * a caller that returns at once. */
+static int check_set(sf_future *const *fs, int n, int *first, int *ndone)
+{
+    *first = -1;
+    *ndone = 0;
+    for (int i = 0; i < n; i++) {
+        if (fs[i] == NULL)
+            return EINVAL;
+        uint64_t s = atomic_load_explicit(&fs[i]->state, memory_order_acquire);
+        if (released(s))
+            return EINVAL;
+        if (sf__status(s) == SF__DONE && (*ndone)++ == 0)
+            *first = i;
+    }
+    return 0;
+}
+
 /* sf_wait_for with its deadline, which counts from the call. */
 static int wait_for_entry(sf_future *f, void **result, uint64_t deadline_ns)
 {
@@ -264,17 +284,9 @@ SF_EXPORT int sf_wait_any(sf_future *const *fs, int n, double seconds, int *whic
     if (fs == NULL || n < 1 || which == NULL || !(seconds >= 0)) /* NaN too */
         return EINVAL;
     uint64_t deadline = sf__deadline_ns(seconds);
-    int done = -1;
-    for (int i = 0; i < n; i++) {
-        if (fs[i] == NULL)
-            return EINVAL;
-        /* Acquire: DONE makes the runner's val visible to the caller. */
-        uint64_t s = atomic_load_explicit(&fs[i]->state, memory_order_acquire);
-        if (released(s))
-            return EINVAL;
-        if (done < 0 && sf__status(s) == SF__DONE)
-            done = i;
-    }
+    int done, ndone;
+    if (check_set(fs, n, &done, &ndone) != 0)
+        return EINVAL;
     if (done >= 0) {
         *which = done; /* runs nothing, enters nothing */
         return 0;
@@ -322,17 +334,10 @@ SF_EXPORT int sf_wait_all(sf_future *const *fs, int n, double seconds)
 {
     if ((fs == NULL && n > 0) || n < 0 || !(seconds >= 0)) /* NaN too */
         return EINVAL;
-    bool all_done = true;
-    for (int i = 0; i < n; i++) {
-        if (fs[i] == NULL)
-            return EINVAL;
-        /* Acquire: a caller that sees 0 may read what the tasks wrote. */
-        uint64_t s = atomic_load_explicit(&fs[i]->state, memory_order_acquire);
-        if (released(s))
-            return EINVAL;
-        all_done = all_done && sf__status(s) == SF__DONE;
-    }
-    if (all_done)
+    int first, ndone;
+    if (check_set(fs, n, &first, &ndone) != 0)
+        return EINVAL;
+    if (ndone == n)
         return 0; /* runs nothing, enters nothing */
     int rc = wait_all_entry(fs, n, sf__deadline_ns(seconds));
     if (rc == 0)
