@@ -1,6 +1,9 @@
 # samples/local.mk - included by the top Makefile.am (paths are from the top
-# directory). The samples are demos and smoke tests of the public API, so they
-# are built but not installed.
+# directory). The samples are demos and smoke tests of the public API: built
+# unless --disable-samples, the audio ones when libsndfile is found; their
+# sources are installed as examples (tools/install/local.mk).
+
+if SF_SAMPLES
 
 noinst_PROGRAMS += samples/fib samples/meh samples/nqueens_search samples/mandelbrot samples/batches
 
@@ -27,6 +30,9 @@ EXTRA_DIST += samples/test-nqueens_search.sh
 # mandelbrot: the same image at SF_THREADS=1, 2 and 4, rows stolen at 2 and 4.
 TESTS += samples/test-mandelbrot.sh
 EXTRA_DIST += samples/test-mandelbrot.sh
+endif
+
+if SF_AUDIO
 # The audio samples (README "Samples"): samples/audio holds the parallel FFT,
 # the convolution reverb, the granular synthesis and the sound files
 # (libsndfile reads and writes them) that they share, built once into a
@@ -89,3 +95,4 @@ EXTRA_DIST += samples/test-audio.sh
 # hostile inputs and the errors; 10,000 blocks through 4 threads.
 TESTS += samples/test-stream.sh
 EXTRA_DIST += samples/test-stream.sh
+endif
