@@ -2,7 +2,8 @@
 # directory). One Check program per concept; each test runs in a fresh
 # process (Check's fork mode), so a test sets its environment before it
 # starts the runtime. Each program reports its test cases in TAP (TU_MAIN).
-# Configure needs Check unless --disable-tests; then `make check` fails.
+# They are built when configure finds Check and json-c; else `make check`
+# fails.
 
 if SF_TESTS
 
@@ -91,6 +92,8 @@ tests_test_debug_LDADD = $(sf_internal_ldadd)
 endif
 
 else
+# A build without the tests has no green `make check`: configure's summary
+# said why they were skipped (Check or json-c missing, or --disable-tests).
 check-local:
-	@echo "make check: the tests were disabled at configure time (--disable-tests); install Check and configure again" >&2; exit 1
+	@echo "make check: the tests were not built (configure's summary says why: they need Check and json-c, e.g. tools/deps); configure again" >&2; exit 1
 endif

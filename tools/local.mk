@@ -3,10 +3,17 @@
 # libsf, so it is installed and can read a trace copied from anywhere.
 # tools/bench/ has its own build (tools/bench/build/ is git-ignored).
 
-# '=', not '+=': the top Makefile.am does not set bin_PROGRAMS, and automake
-# refuses '+=' on a variable nobody set. Anything else installed as a program
-# must be added here with '+=' after this line.
+# sftrace is installed unless --disable-tools; the tests build it for
+# themselves when it is not (configure: SF_TOOLS, SF_SFTRACE). Both need
+# json-c.
+if SF_SFTRACE
+if SF_TOOLS
 bin_PROGRAMS = tools/sftrace/sftrace
+pkglibexec_SCRIPTS = tools/sftrace/sftrace-plot
+else
+check_PROGRAMS += tools/sftrace/sftrace
+check_SCRIPTS = tools/sftrace/sftrace-plot
+endif
 # sftrace takes the trace format, and the parser of its argument specs, from
 # the runtime's trace_format.h, a freestanding header (macros and one static
 # inline function: nothing to link); it is listed in SOURCES so that `make
@@ -24,7 +31,6 @@ tools_sftrace_sftrace_LDADD = $(JSONC_LIBS)
 # matplotlib: sftrace-plot.py with the python3 configure found (SF_PYTHON,
 # the one with matplotlib) in its first line; without one, the python3 on
 # PATH, and the script says that matplotlib is missing.
-pkglibexec_SCRIPTS = tools/sftrace/sftrace-plot
 CLEANFILES += tools/sftrace/sftrace-plot
 EXTRA_DIST += tools/sftrace/sftrace-plot.py tools/sftrace/README.md
 tools/sftrace/sftrace-plot: tools/sftrace/sftrace-plot.py Makefile
@@ -49,6 +55,8 @@ EXTRA_DIST += \
 	tools/sftrace/sample.profile \
 	tools/sftrace/sample.json.profile \
 	docs/trace-format.md
+
+endif
 
 # The layering of runtime/ (the table at the top of tools/check-layers, and
 # ARCHITECTURE.md), proved on the objects just built: no include, call or

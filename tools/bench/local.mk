@@ -5,9 +5,13 @@
 # (CFLAGS; tools/bench/run wants an optimised build and says so otherwise);
 # libsf is linked statically, as the peers' headers-and-runtime are.
 
-bench_programs = tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
+# Without --enable-bench only bench_fft's check mode is built (make check).
+bench_programs =
+EXTRA_PROGRAMS =
+if SF_BENCH
+bench_programs += tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
 	tools/bench/mem_sf tools/bench/xget_sf
-EXTRA_PROGRAMS = tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
+EXTRA_PROGRAMS += tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
 	tools/bench/mem_sf tools/bench/xget_sf \
 	tools/bench/bench_tbb tools/bench/bench_gomp
 
@@ -69,12 +73,16 @@ bench_programs += tools/bench/bench_llomp
 endif
 
 bench-programs: $(bench_programs)
-.PHONY: bench-programs
 CLEANFILES += $(EXTRA_PROGRAMS) tools/bench/bench_llomp$(EXEEXT)
 
+endif
+
+if SF_AUDIO
 # The audio samples' FFT and reverb against sequential code and FFTW
 # (bench_fft.c); FFTW's columns are "not run" when configure did not find it.
+if SF_BENCH
 bench_programs += tools/bench/bench_fft
+endif
 EXTRA_PROGRAMS += tools/bench/bench_fft
 tools_bench_bench_fft_SOURCES = tools/bench/src/bench_fft.c
 if SF_FFTW
@@ -91,6 +99,9 @@ TESTS += tools/bench/test-fft-leaves.sh
 endif
 EXTRA_DIST += tools/bench/test-fft-leaves.sh
 
+endif
+
+if SF_BENCH
 # The cost of a fiber switch (runtime/fiber.h), linked against the internal
 # convenience library as tests/test_fiber is; no peer.
 bench_programs += tools/bench/switch_sf
@@ -122,3 +133,8 @@ EXTRA_PROGRAMS += tools/bench/waitfor_sf
 tools_bench_waitfor_sf_SOURCES = tools/bench/src/waitfor_sf.c tools/bench/src/common.h
 tools_bench_waitfor_sf_LDADD = libsf.la
 tools_bench_waitfor_sf_LDFLAGS = -static
+else
+bench-programs:
+	@echo "make bench-programs: the benchmarks were not configured: configure --enable-bench (tools/bench/run does)" >&2; exit 1
+endif
+.PHONY: bench-programs
