@@ -237,6 +237,38 @@ SF_EXPORT int sf_reduce(long from, long to, long grain, void *result, const void
  * message: it still fails, without one). */
 SF_EXPORT int sf_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The message of a failed future (sf_fail()'s), or NULL if it has none, has
+ * not failed, or f is NULL. Valid until f is released. Counts as seeing the
+ * failure (it is then not reported as unhandled). */
+SF_EXPORT const char *sf_error_message(const sf_future *f);
+
+/* Sets the hook that receives every failure nobody saw: hook(code, message,
+ * ctx), message possibly NULL, runs in the thread that releases the future (or
+ * ends its task, released while it ran) or calls sf_shutdown(). NULL
+ * restores the default (one stderr line). Holds for the life of the process;
+ * without memory for it the previous hook stays.
+ * The hook may make and get tasks, but not shut libsf down (docs/failures.md). */
+SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
+                               void *ctx);
+
+/* Cancels f's task. One not started never runs: f is done, its getters see
+ * ECANCELED. A running one is asked to stop, and so, while it runs, is every
+ * task it made, transitively (sf_do, sf_task_do; not a batch's tasks) and
+ * every body of its loops on every thread: sf_cancelled() returns 1 in them,
+ * those not started never run (their getters see ECANCELED), its loops stop
+ * (ECANCELED). A task that asked ends cancelled (its getters see ECANCELED);
+ * one that never asked keeps its result. The caller still releases f
+ * (docs/failures.md, Cancellation).
+ * Returns 0 if cancelled or asked to stop, 1 if already done, or -1 with errno
+ * EINVAL (f is NULL or released). */
+SF_EXPORT int sf_cancel(sf_future *f);
+
+/* Inside a task: 1 if it or a task above it (its maker, transitively) was
+ * cancelled and still runs, else 0. It should stop early: it then ends
+ * cancelled (its getters see ECANCELED). In a loop's body, 1 stops the loop
+ * instead (it returns -1/ECANCELED). Outside a task: 0. */
+SF_EXPORT int sf_cancelled(void);
+
 /* sf_get() with the outcome as the return value: 0, with the task's result
  * stored in *result if result is not NULL; else the error, *result untouched:
  * the task's sf_fail() code, ECANCELED, EDEADLK, EINVAL, EAGAIN or ENOMEM, as
@@ -276,48 +308,14 @@ SF_EXPORT int sf_wait_for(sf_future *f, void **result, double seconds);
  * not follow it: a cycle of waits through it hangs, or times out. */
 SF_EXPORT int sf_wait_any(sf_future *const *fs, int n, double seconds, int *which);
 
-/*
- * Waits until every one of fs[0..n) is done (finished, failed or
+/* Waits until every one of fs[0..n) is done (finished, failed or
  * cancelled: their outcomes are left to sf_wait or sf_get). Returns 0, or
  * ETIMEDOUT when some are not done after `seconds` (they go on), EDEADLK
  * when one could never finish first (a cycle of gets), or EINVAL: fs NULL
  * with n > 0, n < 0, an entry NULL or released, seconds negative or NaN.
  * The rules of sf_wait_for: with a deadline it runs no task here; with
- * none (INFINITY) it waits as sf_wait does for each. n = 0 returns 0.
- */
+ * none (INFINITY) it waits as sf_wait does for each. n = 0 returns 0. */
 SF_EXPORT int sf_wait_all(sf_future *const *fs, int n, double seconds);
-
-/* The message of a failed future (sf_fail()'s), or NULL if it has none, has
- * not failed, or f is NULL. Valid until f is released. Counts as seeing the
- * failure (it is then not reported as unhandled). */
-SF_EXPORT const char *sf_error_message(const sf_future *f);
-
-/* Sets the hook that receives every failure nobody saw: hook(code, message,
- * ctx), message possibly NULL, runs in the thread that releases the future (or
- * ends its task, released while it ran) or calls sf_shutdown(). NULL
- * restores the default (one stderr line). Holds for the life of the process;
- * without memory for it the previous hook stays.
- * The hook may make and get tasks, but not shut libsf down (docs/failures.md). */
-SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void *ctx),
-                               void *ctx);
-
-/* Cancels f's task. One not started never runs: f is done, its getters see
- * ECANCELED. A running one is asked to stop, and so, while it runs, is every
- * task it made, transitively (sf_do, sf_task_do; not a batch's tasks) and
- * every body of its loops on every thread: sf_cancelled() returns 1 in them,
- * those not started never run (their getters see ECANCELED), its loops stop
- * (ECANCELED). A task that asked ends cancelled (its getters see ECANCELED);
- * one that never asked keeps its result. The caller still releases f
- * (docs/failures.md, Cancellation).
- * Returns 0 if cancelled or asked to stop, 1 if already done, or -1 with errno
- * EINVAL (f is NULL or released). */
-SF_EXPORT int sf_cancel(sf_future *f);
-
-/* Inside a task: 1 if it or a task above it (its maker, transitively) was
- * cancelled and still runs, else 0. It should stop early: it then ends
- * cancelled (its getters see ECANCELED). In a loop's body, 1 stops the loop
- * instead (it returns -1/ECANCELED). Outside a task: 0. */
-SF_EXPORT int sf_cancelled(void);
 
 /* Promises (docs/pipelines.md; docs/failures.md, Promises): futures with no
  * task, completed by sf_promise_set() or sf_promise_fail() from any thread,
@@ -465,6 +463,7 @@ SF_EXPORT int sf_stats_read_threads(sf_thread_stats *rows, int max);
  * thread, which sees what the old one wrote. Registers the thread (and starts
  * the runtime) as sf_do() would. Returns it, or -1 with errno EAGAIN or ENOMEM. */
 SF_EXPORT int sf_thread_index(void);
+
 /* Indices handed out in this runtime so far: above every live thread's, and
  * the caller's; grows only until sf_shutdown(), and stays near the peak of live
  * threads. Per-thread scratch sized by it: docs/scheduling.md. Registers the
