@@ -29,11 +29,13 @@ all-local: man/pages.stamp
 
 # Every page goes to $(mandir)/manN as the list names it (man1/sftrace.1,
 # man3/sf_do.3, ...); the .so pages are installed as they are, which man(1)
-# resolves against $(mandir).
+# resolves against $(mandir). sftrace(1) only goes with sftrace
+# (--disable-tools installs neither).
 install-data-local: install-sf-man
 install-sf-man: man/pages.stamp
 	@$(NORMAL_INSTALL)
 	@while read page; do \
+	  case $$page in man1/sftrace.1) test '$(enable_tools)' = yes || continue ;; esac; \
 	  dir='$(DESTDIR)$(mandir)'/$${page%/*}; \
 	  test -d "$$dir" || $(MKDIR_P) "$$dir" || exit 1; \
 	  echo " $(INSTALL_DATA) man/$$page '$$dir'"; \
