@@ -331,6 +331,18 @@ inline void abandon(sf_future *f, block_base *b) noexcept
     throw error(code, msg);
 }
 
+/* A get returned NULL: a failure, or a task that returned NULL. sf_wait()
+ * of the done future tells them apart at once: returns the NULL value, or
+ * throws the failure. Out of line, so the get's value stays in a register. */
+inline void *null_value(sf_future *f, block_base *b)
+{
+    void *r = nullptr;
+    int rc = sf_wait(f, &r);
+    if (rc != 0)
+        fail_future(f, b, rc);
+    return r;
+}
+
 template <class T>
 struct launch;
 
@@ -438,13 +450,8 @@ class [[nodiscard]] future {
         f_ = nullptr;
         b_ = nullptr;
         void *r = get(f);
-        if (r == nullptr) {
-            /* A failure, or a task that returned NULL: sf_wait() of the done
-             * future tells them apart, and returns the code at once. */
-            int rc = sf_wait(f, &r);
-            if (rc != 0)
-                detail::fail_future(f, b, rc);
-        }
+        if (r == nullptr)
+            r = detail::null_value(f, b);
         if (b == nullptr) {
             sf_release(f);
             if constexpr (std::is_void_v<T>)
@@ -563,11 +570,8 @@ class task {
     task &operator=(const task &) = delete;
     ~task()
     {
-        if (queued_) {
-            queued_ = false;
-            sf_task_get(&t_);
-        }
-        clear();
+        if (mode_ != EMPTY)
+            drop();
     }
 
     /* Queues f(a...) (sf_task_do()). The task must not hold a queued task
@@ -580,32 +584,30 @@ class task {
         static_assert(std::is_convertible_v<detail::result_t<F, A...>, T> ||
                           std::is_void_v<T>,
                       "sf::task<T>: the call's result does not convert to T");
-        if (queued_)
-            throw error(EBUSY, "sf::task::spawn: the task holds a task not got yet");
-        clear();
-        int rc;
+        if (mode_ != EMPTY)
+            respawn();
         if constexpr (detail::fits_pointer<Call> && detail::result_fits_pointer<T>) {
-            fast_ = true;
-            rc = sf_task_do(&t_, &detail::small_task<Call, T>,
-                            detail::to_pointer(
-                                Call(std::in_place, std::forward<F>(f), std::forward<A>(a)...)));
+            if (sf_task_do(&t_, &detail::small_task<Call, T>,
+                           detail::to_pointer(Call(std::in_place, std::forward<F>(f),
+                                                   std::forward<A>(a)...))) != 0)
+                detail::throw_code(errno, "sf::task::spawn");
+            mode_ = QUEUED_FAST;
         } else {
             static_assert(sizeof(Call) <= Inline && alignof(Call) <= alignof(std::max_align_t),
                           "sf::task: the callable and its arguments exceed the inline storage; "
                           "raise sf::task's second parameter or use sf::spawn");
-            fast_ = false;
             ::new (static_cast<void *>(call_)) Call(std::in_place, std::forward<F>(f),
                                                     std::forward<A>(a)...);
             destroy_call_ = [](void *p) noexcept { static_cast<Call *>(p)->~Call(); };
             state_ = detail::HOLDS_CALL;
-            rc = sf_task_do(&t_, &run<Call>, this);
+            mode_ = HOLDING; /* the call is ours to end until the task is queued */
+            if (sf_task_do(&t_, &run<Call>, this) != 0) {
+                int e = errno;
+                clear();
+                detail::throw_code(e, "sf::task::spawn");
+            }
+            mode_ = QUEUED;
         }
-        if (rc != 0) {
-            int e = errno;
-            clear();
-            detail::throw_code(e, "sf::task::spawn");
-        }
-        queued_ = true;
     }
 
     /* The result (sf_task_get()): runs the task here if nobody started it.
@@ -614,25 +616,62 @@ class task {
      * task; EINVAL: none queued). */
     T get()
     {
-        if (!queued_)
-            throw error(EINVAL, "sf::task::get: no task queued");
-        queued_ = false;
+        if (mode_ != QUEUED_FAST)
+            return get_slow();
+        /* The fast path: nothing in this object but the sf_task. */
+        mode_ = EMPTY;
         void *r = sf_task_get(&t_);
-        if (fast_) {
-            if (r == nullptr) {
-                /* A failure, or a task that returned NULL: a second get
-                 * returns the same, errno the code only for a failure. */
-                errno = 0;
-                r = sf_task_get(&t_);
-                if (errno != 0)
-                    failed(errno);
-            }
-            if constexpr (!std::is_void_v<T>)
-                return detail::from_pointer<T>(r);
-            else
-                return;
+        if (r == nullptr)
+            r = null_value();
+        if constexpr (std::is_void_v<T>)
+            return;
+        else if constexpr (detail::fits_pointer<T>)
+            return detail::from_pointer<T>(r);
+        else
+            std::terminate(); /* such a T never takes the fast path */
+    }
+
+  private:
+    /* mode_: what the object holds. EMPTY: nothing (never spawned, or got);
+     * QUEUED_FAST: a queued task whose call and result ride in void *s;
+     * QUEUED: a queued task whose call (state_) is in call_; HOLDING: no
+     * queued task, but call_ or value_ holds something (state_). */
+    enum : unsigned char { EMPTY, QUEUED_FAST, QUEUED, HOLDING };
+
+    /* A task nobody got: got here (the sf_task rule), its outcome dropped. */
+    void drop() noexcept
+    {
+        if (mode_ == QUEUED_FAST || mode_ == QUEUED) {
+            sf_task_get(&t_);
+            mode_ = mode_ == QUEUED ? HOLDING : EMPTY; /* run() left state_ */
         }
-        if (r == nullptr) /* run() returns this object on success alone */
+        clear();
+    }
+
+    void respawn()
+    {
+        if (mode_ == QUEUED_FAST || mode_ == QUEUED)
+            throw error(EBUSY, "sf::task::spawn: the task holds a task not got yet");
+        clear();
+    }
+
+    /* A fast get returned NULL: a failure, or a task that returned NULL. A
+     * second get returns the same, with errno the code only for a failure. */
+    void *null_value()
+    {
+        errno = 0;
+        void *r = sf_task_get(&t_);
+        if (errno != 0)
+            failed(errno);
+        return r;
+    }
+
+    T get_slow()
+    {
+        if (mode_ != QUEUED)
+            throw error(EINVAL, "sf::task::get: no task queued");
+        mode_ = HOLDING;
+        if (sf_task_get(&t_) == nullptr) /* run() returns this object on success alone */
             failed(errno);
         struct cleanup {
             task *t;
@@ -642,7 +681,6 @@ class task {
             return std::move(*std::launder(reinterpret_cast<T *>(value_)));
     }
 
-  private:
     template <class Call>
     static void *run(void *arg)
     {
@@ -672,22 +710,23 @@ class task {
         throw error(code, msg);
     }
 
-    /* Ends whatever the inline storage holds; the task is not queued. */
+    /* Ends whatever call_ and value_ hold; no task is queued. */
     void clear() noexcept
     {
-        if (!fast_ && state_ == detail::HOLDS_CALL && destroy_call_ != nullptr)
-            destroy_call_(call_);
-        if constexpr (!std::is_void_v<T>)
-            if (!fast_ && state_ == detail::HOLDS_VALUE)
-                std::launder(reinterpret_cast<T *>(value_))->~T();
-        state_ = detail::HOLDS_NOTHING;
+        if (mode_ == HOLDING) {
+            if (state_ == detail::HOLDS_CALL)
+                destroy_call_(call_);
+            if constexpr (!std::is_void_v<T>)
+                if (state_ == detail::HOLDS_VALUE)
+                    std::launder(reinterpret_cast<T *>(value_))->~T();
+        }
+        mode_ = EMPTY;
     }
 
     using value_storage = std::conditional_t<std::is_void_v<T>, char, T>;
 
     sf_task t_;
-    bool queued_ = false;
-    bool fast_ = true;
+    unsigned char mode_ = EMPTY;
     unsigned char state_ = detail::HOLDS_NOTHING;
     void (*destroy_call_)(void *) noexcept = nullptr;
     alignas(std::max_align_t) unsigned char call_[Inline];
