@@ -37,6 +37,17 @@ tests_libtestutil_la_SOURCES = tests/testutil.c tests/testutil.h
 LDADD = tests/libtestutil.la libsf.la $(CHECK_LIBS)
 AM_CFLAGS += $(CHECK_CFLAGS)
 
+# include/sf.hpp, the C++17 layer, when configure found a C++17 compiler:
+# one Check program in C++. It has its own main (testutil.h is C11, so it
+# does not link testutil) and counts operator new, which it replaces.
+if SF_CXX
+check_PROGRAMS += tests/test_cpp
+TESTS += tests/test_cpp
+tests_test_cpp_SOURCES = tests/test_cpp.cpp
+tests_test_cpp_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread $(CHECK_CFLAGS)
+tests_test_cpp_LDADD = libsf.la $(CHECK_LIBS)
+endif
+
 # Programs that differ from the default:
 
 # test_trace, test_batch, test_wait_for, test_promise, test_task and test_cancel_tree check the

@@ -133,6 +133,19 @@ EXTRA_PROGRAMS += tools/bench/waitfor_sf
 tools_bench_waitfor_sf_SOURCES = tools/bench/src/waitfor_sf.c tools/bench/src/common.h
 tools_bench_waitfor_sf_LDADD = libsf.la
 tools_bench_waitfor_sf_LDFLAGS = -static
+
+# What include/sf.hpp costs over sf.h on fib (bench_sfcpp.cpp): `fib` as a
+# runtime (libsf-cpp, counted by callgrind-run), `compare` for sf_do against
+# sf::spawn and sf_task against sf::task in one process. Needs C++17.
+if SF_CXX
+bench_programs += tools/bench/bench_sfcpp
+endif
+EXTRA_PROGRAMS += tools/bench/bench_sfcpp
+tools_bench_bench_sfcpp_SOURCES = tools/bench/src/bench_sfcpp.cpp tools/bench/src/common.h \
+	tools/bench/src/classic.h tools/bench/src/workloads.h
+tools_bench_bench_sfcpp_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread
+tools_bench_bench_sfcpp_LDADD = libsf.la
+tools_bench_bench_sfcpp_LDFLAGS = -static
 else
 bench-programs:
 	@echo "make bench-programs: the benchmarks were not configured: configure --enable-bench (tools/bench/run does)" >&2; exit 1
