@@ -18,7 +18,7 @@ tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
 tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime \
 	-DSFTRACE_PLOT='"$(pkglibexecdir)/sftrace-plot"'
 tools_sftrace_sftrace_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-tools_sftrace_sftrace_LDADD = $(JSONC_LIBS)
+tools_sftrace_sftrace_LDADD = $(JSONC_LIBS) -lm
 
 # sftrace-plot draws the schedule that sftrace writes as JSON Lines, with
 # matplotlib: sftrace-plot.py with the python3 configure found (SF_PYTHON,
