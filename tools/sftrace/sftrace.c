@@ -51,6 +51,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plot-path.h"
 #include "schedule.h"
 #include "trace_format.h"
 
@@ -1450,21 +1451,66 @@ static void build_schedule(struct sched *sc)
     free(st);
 }
 
-/* Where sftrace-plot is: next to this program when it was run by a path
- * that has one (the build tree), else where `make install` put it
- * (SFTRACE_PLOT, from tools/local.mk). The caller frees it. */
+/* The directory this program's file is in, with its '/': the link
+ * /proc/self/exe names it (symbolic links followed), whatever PATH found;
+ * where there is no /proc, argv[0] when it has a directory. NULL when
+ * neither says. The caller frees it. */
+static char *exe_dir(const char *argv0)
+{
+    for (size_t cap = 256; cap <= 65536; cap *= 2) {
+        char *p = xrealloc(NULL, cap);
+        ssize_t n = readlink("/proc/self/exe", p, cap);
+        if (n < 0) {
+            free(p);
+            break;
+        }
+        if ((size_t)n < cap) {
+            p[n] = '\0';
+            char *slash = strrchr(p, '/');
+            if (slash != NULL) {
+                slash[1] = '\0';
+                return p;
+            }
+            free(p);
+            break;
+        }
+        free(p); /* cut short: a longer buffer */
+    }
+    const char *slash = strrchr(argv0, '/');
+    if (slash == NULL)
+        return NULL;
+    size_t n = (size_t)(slash - argv0) + 1;
+    char *p = xrealloc(NULL, n + 1);
+    memcpy(p, argv0, n);
+    p[n] = '\0';
+    return p;
+}
+
+/*
+ * Where sftrace-plot is. Found from where this program's file is, so that
+ * neither a new --prefix nor a moved install tree can leave it pointing at
+ * an old place: next to it (the build tree, tools/sftrace/), else
+ * ../libexec/libsf/ from it (`make install`'s bin/ and libexec/libsf/ under
+ * any prefix), else the pkglibexecdir configure was given (plot-path.h,
+ * rewritten by make when it changes: a --libexecdir of its own). The
+ * caller frees it.
+ */
 static char *plot_path(const char *argv0)
 {
-    const char *slash = strrchr(argv0, '/');
-    if (slash != NULL) {
-        size_t n = (size_t)(slash - argv0) + 1;
-        char *p = xrealloc(NULL, n + sizeof "sftrace-plot");
-        memcpy(p, argv0, n);
-        memcpy(p + n, "sftrace-plot", sizeof "sftrace-plot");
-        if (access(p, X_OK) == 0)
+    static const char *const rel[] = {"sftrace-plot", "../libexec/libsf/sftrace-plot"};
+    char *dir = exe_dir(argv0);
+    for (size_t k = 0; dir != NULL && k < sizeof rel / sizeof rel[0]; k++) {
+        size_t n = strlen(dir), m = strlen(rel[k]) + 1;
+        char *p = xrealloc(NULL, n + m);
+        memcpy(p, dir, n);
+        memcpy(p + n, rel[k], m);
+        if (access(p, X_OK) == 0) {
+            free(dir);
             return p;
+        }
         free(p);
     }
+    free(dir);
     char *p = xrealloc(NULL, sizeof SFTRACE_PLOT);
     memcpy(p, SFTRACE_PLOT, sizeof SFTRACE_PLOT);
     return p;
@@ -1543,7 +1589,7 @@ static void usage(FILE *f)
             "               a strip by kind, nesting in bands, a lane per fiber,\n"
             "               parks and resumes marked\n"
             "  --events     print the table of events and hows as Markdown (the\n"
-            "               one in docs/trace-format.md) and exit; reads no trace\n"
+            "               one in docs/trace-format.md) and exit; reads no trace\n"            "  --plot-path  print the sftrace-plot the pictures run and exit\n"
             "  --help       this text\n"
             "\n"
             "OUT may be - for standard output. Exit status: 0 ok, 1 malformed or\n"
@@ -1567,6 +1613,13 @@ int main(int argc, char **argv)
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(s, "--plot-path") == 0) {
+            /* which sftrace-plot the pictures would run, for tests and
+             * for finding out why none is drawn */
+            char *plot = plot_path(argv[0]);
+            puts(plot);
+            free(plot);
+            return fflush(stdout) != 0 || ferror(stdout);
         } else if (strcmp(s, "--events") == 0) {
             print_events();
             return fflush(stdout) != 0 || ferror(stdout);

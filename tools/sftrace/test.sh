@@ -99,7 +99,7 @@ EOH
 } >"$out"
 
 # TAP: one test point per comparison; the driver counts them (Makefile.am).
-echo "1..23"
+echo "1..24"
 n=0
 # point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
 point() {
@@ -389,6 +389,31 @@ no_matplotlib() {
         { echo "exit $rc: $msg"; return 1; }
 }
 point_ok "--png without matplotlib says so in one line and writes nothing" no_matplotlib
+
+# Which sftrace-plot runs: found from sftrace's own file, so that an install
+# under a new --prefix, or a moved one, runs its own. sftrace copied into
+# P/bin and a stand-in sftrace-plot into P/libexec/libsf (what `make
+# install` makes): --plot-path names it, run by its path and by PATH; after
+# P is moved, --png runs the stand-in at its new place (no matplotlib
+# needed). The build tree's rule (next to sftrace) is what every --png test
+# here uses.
+plot_layout() {
+    p=$fake.P
+    rm -rf "$p" "$fake.Q"
+    mkdir -p "$p/bin" "$p/libexec/libsf" && cp "$sftrace" "$p/bin/sftrace" || return 1
+    printf '#!/bin/sh\ncat >/dev/null\necho "stand-in sftrace-plot $*"\n' >"$p/libexec/libsf/sftrace-plot"
+    chmod +x "$p/libexec/libsf/sftrace-plot"
+    real=$(cd "$p" && pwd -P) || return 1 # /proc/self/exe has no symbolic links
+    got=$("$p/bin/sftrace" --plot-path)
+    [ "$got" = "$real/bin/../libexec/libsf/sftrace-plot" ] || { echo "by path: $got"; return 1; }
+    got=$(PATH="$p/bin:$PATH" sftrace --plot-path)
+    [ "$got" = "$real/bin/../libexec/libsf/sftrace-plot" ] || { echo "by PATH: $got"; return 1; }
+    mv "$p" "$fake.Q" || return 1
+    got=$("$fake.Q/bin/sftrace" --png "$pic" <"$dir/sample.json" 2>&1)
+    [ "$got" = "stand-in sftrace-plot --png $pic" ] || { echo "moved: $got"; return 1; }
+    rm -rf "$fake.Q"
+}
+point_ok "sftrace runs the sftrace-plot of its own install, moved or not" plot_layout
 
 # With it (tools/deps installs python3-matplotlib): each format's file, and
 # nothing on stdout when a picture is all that is asked.
