@@ -66,6 +66,10 @@ EXTRA_DIST += \
 	tools/sftrace/sample.json.profile \
 	docs/trace-format.md
 
+# A libFuzzer target for sftrace's readers, built and run by hand or by
+# .ci/run with clang outside automake: tools/sftrace/fuzz-run [SECONDS].
+EXTRA_DIST += tools/sftrace/fuzz.c tools/sftrace/fuzz-run
+
 # The layering of runtime/ (the table at the top of tools/check-layers, and
 # ARCHITECTURE.md), proved on the objects just built: no include, call or
 # callback goes to a higher layer or to an unlisted unit of the same one.

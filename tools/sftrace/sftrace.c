@@ -362,10 +362,7 @@ static void syntax_error(size_t line, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
-    if (++syntax_errors >= MAX_SYNTAX_ERRORS) {
-        fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
-        exit(1);
-    }
+    syntax_errors++; /* parse_input gives up at MAX_SYNTAX_ERRORS */
 }
 
 /* A canonical decimal: digits only, no sign, no leading zero, at most max.
@@ -574,10 +571,17 @@ static void parse_line(size_t line, size_t off, size_t len)
         nthrs = r.thread + 1;
 }
 
-static void parse_input(size_t len)
+/* The lines of in_buf (len bytes) into recs; -1 after the errors (the
+ * first MAX_SYNTAX_ERRORS) if any line is malformed. Returns, never exits:
+ * the fuzz target (fuzz.c) reads many traces in one process. */
+static int parse_input(size_t len)
 {
     size_t line = 0, off = 0;
     while (off < len) {
+        if (syntax_errors >= MAX_SYNTAX_ERRORS) {
+            fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
+            return -1;
+        }
         const char *nl = memchr(in_buf + off, '\n', len - off);
         size_t end = nl ? (size_t)(nl - in_buf) : len;
         line++;
@@ -593,8 +597,9 @@ static void parse_input(size_t len)
     }
     if (line == 0)
         syntax_error(1, "empty trace (not even the header)");
-    if (syntax_errors)
-        exit(1);
+    if (syntax_errors >= MAX_SYNTAX_ERRORS)
+        fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
+    return syntax_errors ? -1 : 0;
 }
 
 /* ---- problems ----------------------------------------------------------- */
@@ -1395,6 +1400,99 @@ static void print_summary(void)
     }
 }
 
+/* The text trace in in_buf (len bytes): parsed into recs, sorted by time,
+ * then every event checked against the others (problems). Returns 0, or -1
+ * when a line is malformed (said on stderr). */
+static int read_text(size_t len)
+{
+    if (parse_input(len) != 0)
+        return -1;
+    /* the runtime ends every line; a last line without one was cut short
+     * (every line but the header made a record, so it is line nrecs + 1) */
+    if (len && in_buf[len - 1] != '\n')
+        problem((uint32_t)nrecs + 1, "the last line has no newline (is the trace cut short?)");
+
+    order = xcalloc(nrecs, sizeof *order);
+    for (size_t i = 0; i < nrecs; i++)
+        order[i] = (uint32_t)i;
+    qsort(order, nrecs, sizeof *order, cmp_order);
+    t_begin = nrecs ? recs[order[0]].time : 0;
+    t_end = nrecs ? recs[order[nrecs - 1]].time : 0;
+
+    /* per-thread file order is the thread's real order: time cannot go back */
+    {
+        char a[32], b[32];
+        int64_t *lastt = xcalloc(nthrs, sizeof *lastt);
+        uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
+        for (size_t i = 0; i < nrecs; i++) {
+            const struct rec *r = &recs[i];
+            nthreads_traced += !lastl[r->thread];
+            if (lastl[r->thread] && r->time < lastt[r->thread])
+                problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
+                        "at line %" PRIu32, r->thread, ms(r->time, a), ms(lastt[r->thread], b),
+                        lastl[r->thread]);
+            lastt[r->thread] = r->time;
+            lastl[r->thread] = r->line;
+        }
+        free(lastt);
+        free(lastl);
+    }
+
+    thrs = xcalloc(nthrs, sizeof *thrs);
+    for (size_t i = 0; i < nthrs; i++)
+        thrs[i].sleep_r = thrs[i].expect_r = NONE;
+    build_tasks();
+    walk();
+
+    if (nproblems > 1) {
+        /* stable by line: cmp_problem breaks ties by position in the array */
+        qsort(problems, nproblems, sizeof *problems, cmp_problem);
+    }
+    return 0;
+}
+
+/* Frees what reading a text trace made, in_buf included, and resets the
+ * reader for the next trace (the fuzz target reads one per input). */
+static void text_free(void)
+{
+    for (size_t i = 0; thrs != NULL && i < nthrs; i++) {
+        struct thr *t = &thrs[i];
+        if (t->fib_runs != NULL) { /* runs and gets are in them, too */
+            t->fib_runs[t->fib] = t->runs;
+            t->fib_gets[t->fib] = t->gets;
+            for (int k = 0; k <= MAX_FIBERS; k++) {
+                free(t->fib_runs[k].v);
+                free(t->fib_gets[k].v);
+            }
+            free(t->fib_runs);
+            free(t->fib_gets);
+        } else {
+            free(t->runs.v);
+            free(t->gets.v);
+        }
+    }
+    for (size_t i = 0; i < nproblems; i++)
+        free(problems[i].msg);
+    free(in_buf);
+    free(recs);
+    free(order);
+    free(thrs);
+    free(tasks);
+    free(problems);
+    in_buf = NULL;
+    recs = NULL;
+    order = NULL;
+    thrs = NULL;
+    tasks = NULL;
+    problems = NULL;
+    nrecs = recs_cap = nthrs = ndo = nthreads_traced = tasks_mask = ntasks = 0;
+    nproblems = problems_cap = problems_dropped = nworkers_seen = 0;
+    syntax_errors = init_seen = shutdown_seen = 0;
+    t_begin = t_end = 0;
+    init_threads = init_workers = shutdown_drained = drained_run = 0;
+    init_r = shutdown_r = NONE;
+}
+
 /* The schedule model (schedule.h) of the text trace: FStart..FDone task
  * slices with their nesting depth on their fiber, Sleep..Wake sleeps, Idle
  * to the thread's next event, Park and Fiber marks (schedule.c's builder
@@ -1597,6 +1695,7 @@ static void usage(FILE *f)
             prog, prog);
 }
 
+#ifndef SFTRACE_NO_MAIN /* fuzz.c has its own */
 int main(int argc, char **argv)
 {
     enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_SCHEDULE, M_PROFILE } mode = M_SUMMARY;
@@ -1718,48 +1817,8 @@ int main(int argc, char **argv)
         }
         return rc;
     }
-    parse_input(len);
-    /* the runtime ends every line; a last line without one was cut short
-     * (every line but the header made a record, so it is line nrecs + 1) */
-    if (len && in_buf[len - 1] != '\n')
-        problem((uint32_t)nrecs + 1, "the last line has no newline (is the trace cut short?)");
-
-    order = xcalloc(nrecs, sizeof *order);
-    for (size_t i = 0; i < nrecs; i++)
-        order[i] = (uint32_t)i;
-    qsort(order, nrecs, sizeof *order, cmp_order);
-    t_begin = nrecs ? recs[order[0]].time : 0;
-    t_end = nrecs ? recs[order[nrecs - 1]].time : 0;
-
-    /* per-thread file order is the thread's real order: time cannot go back */
-    {
-        char a[32], b[32];
-        int64_t *lastt = xcalloc(nthrs, sizeof *lastt);
-        uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
-        for (size_t i = 0; i < nrecs; i++) {
-            const struct rec *r = &recs[i];
-            nthreads_traced += !lastl[r->thread];
-            if (lastl[r->thread] && r->time < lastt[r->thread])
-                problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
-                        "at line %" PRIu32, r->thread, ms(r->time, a), ms(lastt[r->thread], b),
-                        lastl[r->thread]);
-            lastt[r->thread] = r->time;
-            lastl[r->thread] = r->line;
-        }
-        free(lastt);
-        free(lastl);
-    }
-
-    thrs = xcalloc(nthrs, sizeof *thrs);
-    for (size_t i = 0; i < nthrs; i++)
-        thrs[i].sleep_r = thrs[i].expect_r = NONE;
-    build_tasks();
-    walk();
-
-    if (nproblems > 1) {
-        /* stable by line: cmp_problem breaks ties by position in the array */
-        qsort(problems, nproblems, sizeof *problems, cmp_problem);
-    }
+    if (read_text(len) != 0)
+        return 1;
     if (check) {
         size_t shown = nproblems < MAX_PROBLEMS_SHOWN ? nproblems : MAX_PROBLEMS_SHOWN;
         for (size_t i = 0; i < shown; i++)
@@ -1792,10 +1851,13 @@ int main(int argc, char **argv)
     else
         printf("%s: %zu events, %zu problem%s\n", in_name, nrecs, nproblems + problems_dropped,
                nproblems + problems_dropped == 1 ? "" : "s");
+    int inconsistent = check && nproblems;
+    text_free();
 
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "%s: write error\n", prog);
         return 1;
     }
-    return pic_rc != 0 || (check && nproblems) ? 1 : 0;
+    return pic_rc != 0 || inconsistent ? 1 : 0;
 }
+#endif /* SFTRACE_NO_MAIN */
