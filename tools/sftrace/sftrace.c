@@ -51,7 +51,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plot-path.h"
+/* Made by make in the build tree (tools/local.mk); <>, so that one an
+ * in-tree build left in the source tree is not found first from a VPATH
+ * build's. */
+#include <plot-path.h>
+
 #include "schedule.h"
 #include "trace_format.h"
 
