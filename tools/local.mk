@@ -20,12 +20,28 @@ endif
 # dist` ships it with sftrace.
 tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
 	tools/sftrace/schedule.h tools/sftrace/schedule.c
-# sftrace runs sftrace-plot from next to itself when run by a path that has
-# one (the build tree), else from where `make install` puts it.
 tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime \
-	-DSFTRACE_PLOT='"$(pkglibexecdir)/sftrace-plot"'
+	-I$(top_builddir)/tools/sftrace
+# sftrace finds sftrace-plot from its own file's directory (sftrace.c,
+# plot_path): next to it in the build tree, ../libexec/libsf/ once installed
+# under any prefix. plot-path.h holds the configured pkglibexecdir for a
+# --libexecdir of its own. A header, not a -D flag: make does not see a flag
+# change, so a new --prefix left sftrace.o with the old path. The stamp is
+# remade with the Makefile, and the header rewritten only when its text
+# changes, so that sftrace.o is rebuilt only then.
+nodist_tools_sftrace_sftrace_SOURCES = tools/sftrace/plot-path.h
+tools/sftrace/sftrace-sftrace.$(OBJEXT): tools/sftrace/plot-path.h
+tools/sftrace/plot-path.h: tools/sftrace/plot-path.stamp
+	@:
+tools/sftrace/plot-path.stamp: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tools/sftrace && \
+	echo '#define SFTRACE_PLOT "$(pkglibexecdir)/sftrace-plot"' >tools/sftrace/plot-path.tmp && \
+	if cmp -s tools/sftrace/plot-path.tmp tools/sftrace/plot-path.h; then \
+	rm -f tools/sftrace/plot-path.tmp; else mv tools/sftrace/plot-path.tmp tools/sftrace/plot-path.h; fi && \
+	touch $@
+CLEANFILES += tools/sftrace/plot-path.h tools/sftrace/plot-path.stamp
 tools_sftrace_sftrace_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-tools_sftrace_sftrace_LDADD = $(JSONC_LIBS)
+tools_sftrace_sftrace_LDADD = $(JSONC_LIBS) -lm
 
 # sftrace-plot draws the schedule that sftrace writes as JSON Lines, with
 # matplotlib: sftrace-plot.py with the python3 configure found (SF_PYTHON,
@@ -55,6 +71,10 @@ EXTRA_DIST += \
 	tools/sftrace/sample.profile \
 	tools/sftrace/sample.json.profile \
 	docs/trace-format.md
+
+# A libFuzzer target for sftrace's readers, built and run by hand or by
+# .ci/run with clang outside automake: tools/sftrace/fuzz-run [SECONDS].
+EXTRA_DIST += tools/sftrace/fuzz.c tools/sftrace/fuzz-run
 
 endif
 

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -54,16 +55,35 @@ static void *xrealloc(void *p, size_t n)
     return p;
 }
 
+/* The capacity that holds index `need`: double from `cap` (16 at least),
+ * up to `most`, which the readers' checks keep `need` under. Growing by
+ * exactly need + 1 would copy the whole array once per new thread of a
+ * trace whose ids ascend: quadratic in the threads. */
+static size_t grown(size_t cap, size_t need, size_t most)
+{
+    if (need >= most) {
+        fprintf(stderr, "sftrace: internal error: thread %zu past the limit %zu\n", need,
+                most - 1);
+        exit(1);
+    }
+    size_t n = cap ? cap : 16;
+    while (n <= need)
+        n = n > most / 2 ? most : n * 2;
+    return n;
+}
+
 struct sched_thread *sched_thread(struct sched *s, size_t tid)
 {
-    if (tid >= s->nthr) {
-        size_t n = tid + 1;
+    if (tid >= s->thrcap) {
+        size_t n = grown(s->thrcap, tid, SCHED_MAX_THREAD + 1);
         s->thr = xrealloc(s->thr, n * sizeof *s->thr);
-        memset(s->thr + s->nthr, 0, (n - s->nthr) * sizeof *s->thr);
-        for (size_t i = s->nthr; i < n; i++)
+        memset(s->thr + s->thrcap, 0, (n - s->thrcap) * sizeof *s->thr);
+        for (size_t i = s->thrcap; i < n; i++)
             snprintf(s->thr[i].name, sizeof s->thr[i].name, i == 0 ? "main" : "thread %zu", i);
-        s->nthr = n;
+        s->thrcap = n;
     }
+    if (tid >= s->nthr)
+        s->nthr = tid + 1;
     s->thr[tid].seen = 1;
     return &s->thr[tid];
 }
@@ -97,8 +117,10 @@ void sched_add(struct sched *s, size_t tid, unsigned fiber, double t0, double t1
                enum sched_kind k, uint32_t depth, uint64_t task)
 {
     struct sched_thread *t = sched_thread(s, tid);
+    /* From 4, not more: a trace of many threads has few slices on most
+     * (65,536 threads of one idle spell each took 160 MiB from 64). */
     if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 64;
+        t->cap = t->cap ? t->cap * 2 : 4;
         t->s = xrealloc(t->s, t->cap * sizeof *t->s);
     }
     t->s[t->n++] = (struct sched_slice){t0, t1 < t0 ? t0 : t1, task, depth, 0, (uint8_t)k,
@@ -111,7 +133,7 @@ void sched_mark(struct sched *s, size_t tid, unsigned fiber, double t, enum sche
 {
     struct sched_thread *th = sched_thread(s, tid);
     if (th->nm == th->mcap) {
-        th->mcap = th->mcap ? th->mcap * 2 : 16;
+        th->mcap = th->mcap ? th->mcap * 2 : 4;
         th->m = xrealloc(th->m, th->mcap * sizeof *th->m);
     }
     th->m[th->nm++] = (struct sched_mark){t, (uint8_t)k, (uint8_t)fiber};
@@ -199,10 +221,11 @@ struct sched_build *sched_b_new(struct sched *s)
 static struct bthr *bthr_of(struct sched_build *b, size_t tid)
 {
     if (tid >= b->nt) {
-        b->t = xrealloc(b->t, (tid + 1) * sizeof *b->t);
-        for (size_t i = b->nt; i <= tid; i++)
+        size_t n = grown(b->nt, tid, SCHED_MAX_THREAD + 1);
+        b->t = xrealloc(b->t, n * sizeof *b->t);
+        for (size_t i = b->nt; i < n; i++)
             b->t[i] = (struct bthr){NULL, -1, 0};
-        b->nt = tid + 1;
+        b->nt = n;
     }
     return &b->t[tid];
 }
@@ -348,40 +371,104 @@ static const char *jstr(json_object *o, const char *key)
     return "";
 }
 
-/* o[key] into *out if it is a number; whether it is. */
-static int jnum(json_object *o, const char *key, double *out)
+/* Where the event being read is, for the errors about its fields: it ends
+ * at byte `at` and is element `index` of the array, counting from 1. */
+struct where {
+    const struct sched *s;
+    size_t at, index;
+};
+
+/* The error about one field of an event: its name, its value as the trace
+ * spells it (json-c keeps a number's own text: NaN, 1e300), what it should
+ * be. */
+static int jbad(const struct where *w, const char *field, json_object *v, const char *what)
+{
+    fprintf(stderr, "sftrace: %s: byte %zu: event %zu: %s %s is not %s\n", w->s->name, w->at,
+            w->index, field, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), what);
+    return -1;
+}
+
+/*
+ * o[key], a number, range-checked before any conversion: 0 when it is
+ * absent or not a number; 1 with it in *out when it is finite, in [lo, hi]
+ * and (if whole) an integer; else -1 after jbad's error (field, `what` it
+ * should be). json-c reads NaN, Infinity and -Infinity even in strict mode,
+ * 1e400 as infinity, and saturates an integer past 64 bits: all fail here,
+ * where a cast of them to an integer type would be undefined.
+ */
+static int jnum(const struct where *w, json_object *o, const char *key, const char *field,
+                double lo, double hi, int whole, const char *what, double *out)
 {
     json_object *v;
     if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
         !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return 0;
-    *out = json_object_get_double(v);
+    double d = json_object_get_double(v);
+    if (!isfinite(d) || d < lo || d > hi || (whole && d != floor(d)))
+        return jbad(w, field, v, what);
+    *out = d;
     return 1;
 }
 
-static uint64_t task_key(const char *name)
+/* A canonical decimal (digits, no leading zero) of n bytes at p, at most
+ * max, into *v; whether it is one. By hand: sscanf's %llu takes a sign, and
+ * its overflow is undefined. */
+static int decimal(const char *p, size_t n, uint64_t max, uint64_t *v)
 {
-    unsigned long long t = 0, n = 0;
-    if (sscanf(name, "%llu.%llu", &t, &n) != 2)
+    uint64_t x = 0;
+    if (n == 0 || (n > 1 && p[0] == '0'))
         return 0;
-    return sched_task(t, n);
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        unsigned d = (unsigned)(p[i] - '0');
+        if (x > (max - d) / 10)
+            return 0;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 1;
 }
 
-/* The event ev, which ends at byte `at`, into the model. */
-static int take_event(struct sched_build *b, json_object *ev, size_t at)
+/* A task name "T.N" as the model's key, with the text trace's bounds:
+ * T a thread 0 to 131071 (the batch tasks' id), N below 2^47. */
+#define TASK_WHAT "a task name T.N (T 0 to 131071, N below 2^47)"
+static int task_key(const char *name, uint64_t *key)
+{
+    const char *dot = strchr(name, '.');
+    uint64_t t, n;
+    if (dot == NULL || !decimal(name, (size_t)(dot - name), 131071, &t) ||
+        !decimal(dot + 1, strlen(dot + 1), (UINT64_C(1) << 47) - 1, &n))
+        return 0;
+    *key = sched_task(t, n);
+    return 1;
+}
+
+/* A track id: fiber << 17 | thread, fiber 0 to SCHED_MAX_FIBER. */
+#define TRACK_MAX ((double)((SCHED_MAX_FIBER << FIBER_SHIFT) | SCHED_MAX_THREAD))
+#define TRACK_WHAT "a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535"
+
+/* The event ev, element `index` of the array (from 1) that ends at byte
+ * `at`, into the model. */
+static int take_event(struct sched_build *b, json_object *ev, size_t at, size_t index)
 {
     struct sched *s = b->s;
-    json_object *args = NULL;
+    const struct where w = {s, at, index};
+    json_object *args = NULL, *v;
     json_object_object_get_ex(ev, "args", &args);
     const char *ph = jstr(ev, "ph"), *name = jstr(ev, "name");
     double dtid, ts;
-    if (!jnum(ev, "tid", &dtid) || dtid < 0 ||
-        dtid >= (double)((SCHED_MAX_FIBER + 1) << FIBER_SHIFT) ||
-        ((size_t)dtid & ((1u << FIBER_SHIFT) - 1)) > 65535 || ph[0] == '\0' || ph[1] != '\0')
+    int got = jnum(&w, ev, "tid", "tid", 0, TRACK_MAX, 1, TRACK_WHAT, &dtid);
+    if (got < 0)
+        return -1;
+    if (got == 0 || ph[0] == '\0' || ph[1] != '\0')
         return jerr(s, at, "an event without a one-letter ph and a tid of a thread 0 to 65535 "
                            "(fiber << 17 | thread, fiber 0 to 64)");
-    size_t tid = (size_t)dtid & ((1u << FIBER_SHIFT) - 1);
-    unsigned fiber = (unsigned)((size_t)dtid >> FIBER_SHIFT);
+    /* Whole and within TRACK_MAX: the conversion is exact. */
+    size_t track = (size_t)dtid, tid = track & ((1u << FIBER_SHIFT) - 1);
+    unsigned fiber = (unsigned)(track >> FIBER_SHIFT);
+    if (tid > SCHED_MAX_THREAD && json_object_object_get_ex(ev, "tid", &v))
+        return jbad(&w, "tid", v, TRACK_WHAT);
     if (ph[0] == 'M') {
         /* A fiber's track is named after its thread ("worker 1 fiber 2"):
          * the row is the thread's, named by its own track. */
@@ -392,8 +479,10 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at)
     }
     if (ph[0] == 's' || ph[0] == 'f')
         return 0; /* arrows: not part of the model */
-    if (!jnum(ev, "ts", &ts))
-        return jerr(s, at, "an event without ts");
+    got = jnum(&w, ev, "ts", "ts", 0, SCHED_MAX_TIME, 0,
+               "a time in microseconds 0 to 1e14 (about 3 years)", &ts);
+    if (got <= 0)
+        return got < 0 ? -1 : jerr(s, at, "an event without ts");
     sched_b_event(b, tid, ts);
     if (ph[0] == 'B') {
         const char *cat = jstr(ev, "cat");
@@ -420,7 +509,11 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at)
         }
         /* Its depth is the fiber's stack's, which is what libsf writes as
          * args.depth (each fiber keeps its own). */
-        sched_b_begin_fn(b, tid, fiber, ts, k, task_key(jstr(args, "task")), fn);
+        uint64_t task = 0; /* none named (an older trace): task 0.0 */
+        if (args != NULL && json_object_object_get_ex(args, "task", &v) &&
+            !(json_object_is_type(v, json_type_string) && task_key(json_object_get_string(v), &task)))
+            return jbad(&w, "args.task", v, TASK_WHAT);
+        sched_b_begin_fn(b, tid, fiber, ts, k, task, fn);
     } else if (ph[0] == 'E') {
         if (sched_b_end(b, tid, fiber, ts, SCHED_END_ANY) < 0)
             return jerr(s, at, "an E event with no open slice on its track");
@@ -432,8 +525,15 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at)
             sched_b_park(b, tid, fiber, ts);
         else if (strcmp(name, "resume") == 0) /* on the track of the fiber that runs */
             sched_b_resume(b, tid, fiber, ts);
-        else if (strcmp(name, "init") == 0 && jnum(args, "threads", &threads))
-            s->threads_cfg = (uint64_t)threads;
+        else if (strcmp(name, "init") == 0) {
+            /* SF_MAX_THREADS of include/sf.h: what sf_init takes */
+            got = jnum(&w, args, "threads", "args.threads", 1, 1024, 1,
+                       "a thread count 1 to 1024", &threads);
+            if (got < 0)
+                return -1;
+            if (got > 0)
+                s->threads_cfg = (uint64_t)threads;
+        }
         /* Other instants (discard, timeout, set, shutdown) are not part
          * of the model. */
     }
@@ -458,7 +558,8 @@ static int read_array(struct sched_build *b, json_tokener *tok, const char *buf,
     if (i >= len || buf[i] != '[')
         return jerr(s, i, "a Chrome trace from libsf is a JSON array");
     i++;
-    for (int first = 1;; first = 0) {
+    for (size_t index = 1;; index++) {
+        int first = index == 1;
         i = skip_ws(buf, i, len);
         if (i >= len)
             return 0; /* no closing bracket: a process that did not shut down */
@@ -481,7 +582,7 @@ static int read_array(struct sched_build *b, json_tokener *tok, const char *buf,
         if (ev == NULL)
             return jerr(s, i, e == json_tokener_continue ? "the input ends inside an event"
                                                          : json_tokener_error_desc(e));
-        int rc = json_object_is_type(ev, json_type_object) ? take_event(b, ev, i)
+        int rc = json_object_is_type(ev, json_type_object) ? take_event(b, ev, i, index)
                                                            : jerr(s, i, "an event is not an object");
         json_object_put(ev);
         if (rc < 0)
@@ -518,9 +619,13 @@ static int put_line(FILE *out, json_object *o)
     return ok;
 }
 
+/* A time of the model. The readers let in finite times only (the JSON
+ * reader checks ts; the text trace's are decimals), and sums of them stay
+ * finite; should one not be, it is written as null: json-c would write
+ * NaN or Infinity, which is not JSON. */
 static json_object *jtime(double us)
 {
-    return json_object_new_double(us);
+    return isfinite(us) ? json_object_new_double(us) : NULL;
 }
 
 static const char *sc_fn(const struct sched *s, uint32_t fn)
@@ -642,7 +747,7 @@ void sched_free(struct sched *s)
     }
     free(s->thr);
     s->thr = NULL;
-    s->nthr = 0;
+    s->nthr = s->thrcap = 0;
     for (size_t i = 0; i < s->nfn; i++)
         free(s->fn[i]);
     free(s->fn);

@@ -48,6 +48,19 @@ enum sched_kind {
  * SF__FIBERS): fibers are 0 to SCHED_MAX_FIBER. */
 #define SCHED_MAX_FIBER 64
 
+/* The highest thread id the model takes (both readers refuse a higher one
+ * with an error naming it): the text trace keeps a thread in 16 bits, and a
+ * process with more libsf threads alive at once than that is no schedule
+ * anyone reads as a table or a picture. Per-thread arrays grow by doubling
+ * up to SCHED_MAX_THREAD + 1 entries, a few MiB at most. */
+#define SCHED_MAX_THREAD 65535
+
+/* The latest time a trace may have, in microseconds: the text trace's Time
+ * tops out at 99999999999.999 ms (about 3 years); the JSON reader refuses
+ * a ts outside 0 to this, so that every time, difference and sum of the
+ * model is a finite double. */
+#define SCHED_MAX_TIME 1e14
+
 extern const char *const sched_kind_name[SK_COUNT];
 
 /* A task T.N as the model keeps it: T above bit 40, N below (a sequence
@@ -98,7 +111,8 @@ struct sched_thread {
 
 struct sched {
     struct sched_thread *thr; /* by thread id */
-    size_t nthr;
+    size_t nthr;              /* the highest id made + 1 */
+    size_t thrcap;            /* entries allocated in thr, all zeroed and named */
     double t_begin, t_end;    /* the first and last event of the trace */
     int have_time;
     uint64_t threads_cfg;     /* Init's threads= (0: no Init) */
@@ -111,7 +125,8 @@ struct sched {
  * it is new. */
 uint32_t sched_fn(struct sched *s, const char *name);
 
-/* The thread with id `tid`, made on first use (name "thread N"). */
+/* The thread with id `tid` (0 to SCHED_MAX_THREAD: the readers check),
+ * made on first use (name "thread N"). */
 struct sched_thread *sched_thread(struct sched *s, size_t tid);
 /* Adds a slice on fiber `fiber` (0 to SCHED_MAX_FIBER) of thread tid. */
 void sched_add(struct sched *s, size_t tid, unsigned fiber, double t0, double t1,
@@ -157,8 +172,11 @@ void sched_b_finish(struct sched_build *b);
  * Reads a Chrome JSON trace written by libsf (SF_TRACE=chrome) from buf
  * (len bytes, NUL-terminated) into *s, each event parsed by json-c.
  * Strict JSON, except that the closing "]" may be missing (a process that
- * exited without sf_shutdown).
- * Returns 0, or -1 after printing "NAME: byte N: why" on stderr.
+ * exited without sf_shutdown). Every number the model takes is checked
+ * before it is converted: a tid, ts or args.threads out of its range, or
+ * not finite (json-c reads NaN and Infinity), is an error.
+ * Returns 0, or -1 after printing "sftrace: NAME: byte N: why" on stderr
+ * ("... byte N: event K: FIELD VALUE is not ..." for a bad number).
  */
 int sched_read_json(struct sched *s, const char *buf, size_t len);
 

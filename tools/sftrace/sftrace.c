@@ -51,6 +51,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Made by make in the build tree (tools/local.mk); <>, so that one an
+ * in-tree build left in the source tree is not found first from a VPATH
+ * build's. */
+#include <plot-path.h>
+
 #include "schedule.h"
 #include "trace_format.h"
 
@@ -174,9 +179,11 @@ struct thr {
     int idling;
     uint32_t expect_r; /* a Take or Steal whose FStart has not come yet */
     /* Fibers (Park, Fiber): runs and gets above are the running fiber's;
-     * the others' wait here while it runs. */
+     * the others' wait here while it runs. MAX_FIBERS + 1 of each, made at
+     * the thread's first Fiber line: most threads never switch, and kept
+     * in place they made a thread 3 KiB (200 MiB for 65,536 threads). */
     int fib;
-    struct vec fib_runs[MAX_FIBERS + 1], fib_gets[MAX_FIBERS + 1];
+    struct vec *fib_runs, *fib_gets;
     /* Task runs open on all its fibers: the thread is busy while a task of
      * it runs or is parked, and a helped task on another fiber is no new
      * busy stretch (runs.n is the running fiber's only). */
@@ -359,10 +366,7 @@ static void syntax_error(size_t line, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
-    if (++syntax_errors >= MAX_SYNTAX_ERRORS) {
-        fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
-        exit(1);
-    }
+    syntax_errors++; /* parse_input gives up at MAX_SYNTAX_ERRORS */
 }
 
 /* A canonical decimal: digits only, no sign, no leading zero, at most max.
@@ -571,10 +575,17 @@ static void parse_line(size_t line, size_t off, size_t len)
         nthrs = r.thread + 1;
 }
 
-static void parse_input(size_t len)
+/* The lines of in_buf (len bytes) into recs; -1 after the errors (the
+ * first MAX_SYNTAX_ERRORS) if any line is malformed. Returns, never exits:
+ * the fuzz target (fuzz.c) reads many traces in one process. */
+static int parse_input(size_t len)
 {
     size_t line = 0, off = 0;
     while (off < len) {
+        if (syntax_errors >= MAX_SYNTAX_ERRORS) {
+            fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
+            return -1;
+        }
         const char *nl = memchr(in_buf + off, '\n', len - off);
         size_t end = nl ? (size_t)(nl - in_buf) : len;
         line++;
@@ -590,8 +601,9 @@ static void parse_input(size_t len)
     }
     if (line == 0)
         syntax_error(1, "empty trace (not even the header)");
-    if (syntax_errors)
-        exit(1);
+    if (syntax_errors >= MAX_SYNTAX_ERRORS)
+        fprintf(stderr, "%s: too many malformed lines, giving up\n", prog);
+    return syntax_errors ? -1 : 0;
 }
 
 /* ---- problems ----------------------------------------------------------- */
@@ -932,6 +944,10 @@ static void on_FIBER(const struct rec *r)
         problem(r->line, "Fiber %" PRIu64 ": a thread has fibers 0 to %d", n, MAX_FIBERS);
         return;
     }
+    if (t->fib_runs == NULL) {
+        t->fib_runs = xcalloc(MAX_FIBERS + 1, sizeof *t->fib_runs);
+        t->fib_gets = xcalloc(MAX_FIBERS + 1, sizeof *t->fib_gets);
+    }
     struct vec runs = t->runs, gets = t->gets;
     t->fib_runs[t->fib] = runs;
     t->fib_gets[t->fib] = gets;
@@ -1154,15 +1170,23 @@ static void after_walk(void)
             continue;
         if (t->open_runs)
             t->busy += t_end - t->busy_from;
-        t->fib_runs[t->fib] = t->runs;
-        t->fib_gets[t->fib] = t->gets;
-        for (int k = 0; k <= MAX_FIBERS; k++) {
-            for (size_t j = 0; j < t->fib_runs[k].n; j++)
-                problem(recs[t->fib_runs[k].v[j]].line, "FStart %s has no FDone",
-                        rec_task(&recs[t->fib_runs[k].v[j]], nm, sizeof nm));
-            for (size_t j = 0; j < t->fib_gets[k].n; j++)
-                problem(recs[t->fib_gets[k].v[j]].line, "GStart %s has no GDone",
-                        rec_task(&recs[t->fib_gets[k].v[j]], nm, sizeof nm));
+        /* Without fibers, runs and gets are fiber 0's, and its only. */
+        const struct vec *fr = &t->runs, *fg = &t->gets;
+        int nfib = 1;
+        if (t->fib_runs != NULL) {
+            t->fib_runs[t->fib] = t->runs;
+            t->fib_gets[t->fib] = t->gets;
+            fr = t->fib_runs;
+            fg = t->fib_gets;
+            nfib = MAX_FIBERS + 1;
+        }
+        for (int k = 0; k < nfib; k++) {
+            for (size_t j = 0; j < fr[k].n; j++)
+                problem(recs[fr[k].v[j]].line, "FStart %s has no FDone",
+                        rec_task(&recs[fr[k].v[j]], nm, sizeof nm));
+            for (size_t j = 0; j < fg[k].n; j++)
+                problem(recs[fg[k].v[j]].line, "GStart %s has no GDone",
+                        rec_task(&recs[fg[k].v[j]], nm, sizeof nm));
         }
         if (t->sleep_r != NONE)
             t->asleep += t_end - t->sleep_from;
@@ -1380,6 +1404,99 @@ static void print_summary(void)
     }
 }
 
+/* The text trace in in_buf (len bytes): parsed into recs, sorted by time,
+ * then every event checked against the others (problems). Returns 0, or -1
+ * when a line is malformed (said on stderr). */
+static int read_text(size_t len)
+{
+    if (parse_input(len) != 0)
+        return -1;
+    /* the runtime ends every line; a last line without one was cut short
+     * (every line but the header made a record, so it is line nrecs + 1) */
+    if (len && in_buf[len - 1] != '\n')
+        problem((uint32_t)nrecs + 1, "the last line has no newline (is the trace cut short?)");
+
+    order = xcalloc(nrecs, sizeof *order);
+    for (size_t i = 0; i < nrecs; i++)
+        order[i] = (uint32_t)i;
+    qsort(order, nrecs, sizeof *order, cmp_order);
+    t_begin = nrecs ? recs[order[0]].time : 0;
+    t_end = nrecs ? recs[order[nrecs - 1]].time : 0;
+
+    /* per-thread file order is the thread's real order: time cannot go back */
+    {
+        char a[32], b[32];
+        int64_t *lastt = xcalloc(nthrs, sizeof *lastt);
+        uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
+        for (size_t i = 0; i < nrecs; i++) {
+            const struct rec *r = &recs[i];
+            nthreads_traced += !lastl[r->thread];
+            if (lastl[r->thread] && r->time < lastt[r->thread])
+                problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
+                        "at line %" PRIu32, r->thread, ms(r->time, a), ms(lastt[r->thread], b),
+                        lastl[r->thread]);
+            lastt[r->thread] = r->time;
+            lastl[r->thread] = r->line;
+        }
+        free(lastt);
+        free(lastl);
+    }
+
+    thrs = xcalloc(nthrs, sizeof *thrs);
+    for (size_t i = 0; i < nthrs; i++)
+        thrs[i].sleep_r = thrs[i].expect_r = NONE;
+    build_tasks();
+    walk();
+
+    if (nproblems > 1) {
+        /* stable by line: cmp_problem breaks ties by position in the array */
+        qsort(problems, nproblems, sizeof *problems, cmp_problem);
+    }
+    return 0;
+}
+
+/* Frees what reading a text trace made, in_buf included, and resets the
+ * reader for the next trace (the fuzz target reads one per input). */
+static void text_free(void)
+{
+    for (size_t i = 0; thrs != NULL && i < nthrs; i++) {
+        struct thr *t = &thrs[i];
+        if (t->fib_runs != NULL) { /* runs and gets are in them, too */
+            t->fib_runs[t->fib] = t->runs;
+            t->fib_gets[t->fib] = t->gets;
+            for (int k = 0; k <= MAX_FIBERS; k++) {
+                free(t->fib_runs[k].v);
+                free(t->fib_gets[k].v);
+            }
+            free(t->fib_runs);
+            free(t->fib_gets);
+        } else {
+            free(t->runs.v);
+            free(t->gets.v);
+        }
+    }
+    for (size_t i = 0; i < nproblems; i++)
+        free(problems[i].msg);
+    free(in_buf);
+    free(recs);
+    free(order);
+    free(thrs);
+    free(tasks);
+    free(problems);
+    in_buf = NULL;
+    recs = NULL;
+    order = NULL;
+    thrs = NULL;
+    tasks = NULL;
+    problems = NULL;
+    nrecs = recs_cap = nthrs = ndo = nthreads_traced = tasks_mask = ntasks = 0;
+    nproblems = problems_cap = problems_dropped = nworkers_seen = 0;
+    syntax_errors = init_seen = shutdown_seen = 0;
+    t_begin = t_end = 0;
+    init_threads = init_workers = shutdown_drained = drained_run = 0;
+    init_r = shutdown_r = NONE;
+}
+
 /* The schedule model (schedule.h) of the text trace: FStart..FDone task
  * slices with their nesting depth on their fiber, Sleep..Wake sleeps, Idle
  * to the thread's next event, Park and Fiber marks (schedule.c's builder
@@ -1436,21 +1553,66 @@ static void build_schedule(struct sched *sc)
     free(st);
 }
 
-/* Where sftrace-plot is: next to this program when it was run by a path
- * that has one (the build tree), else where `make install` put it
- * (SFTRACE_PLOT, from tools/local.mk). The caller frees it. */
+/* The directory this program's file is in, with its '/': the link
+ * /proc/self/exe names it (symbolic links followed), whatever PATH found;
+ * where there is no /proc, argv[0] when it has a directory. NULL when
+ * neither says. The caller frees it. */
+static char *exe_dir(const char *argv0)
+{
+    for (size_t cap = 256; cap <= 65536; cap *= 2) {
+        char *p = xrealloc(NULL, cap);
+        ssize_t n = readlink("/proc/self/exe", p, cap);
+        if (n < 0) {
+            free(p);
+            break;
+        }
+        if ((size_t)n < cap) {
+            p[n] = '\0';
+            char *slash = strrchr(p, '/');
+            if (slash != NULL) {
+                slash[1] = '\0';
+                return p;
+            }
+            free(p);
+            break;
+        }
+        free(p); /* cut short: a longer buffer */
+    }
+    const char *slash = strrchr(argv0, '/');
+    if (slash == NULL)
+        return NULL;
+    size_t n = (size_t)(slash - argv0) + 1;
+    char *p = xrealloc(NULL, n + 1);
+    memcpy(p, argv0, n);
+    p[n] = '\0';
+    return p;
+}
+
+/*
+ * Where sftrace-plot is. Found from where this program's file is, so that
+ * neither a new --prefix nor a moved install tree can leave it pointing at
+ * an old place: next to it (the build tree, tools/sftrace/), else
+ * ../libexec/libsf/ from it (`make install`'s bin/ and libexec/libsf/ under
+ * any prefix), else the pkglibexecdir configure was given (plot-path.h,
+ * rewritten by make when it changes: a --libexecdir of its own). The
+ * caller frees it.
+ */
 static char *plot_path(const char *argv0)
 {
-    const char *slash = strrchr(argv0, '/');
-    if (slash != NULL) {
-        size_t n = (size_t)(slash - argv0) + 1;
-        char *p = xrealloc(NULL, n + sizeof "sftrace-plot");
-        memcpy(p, argv0, n);
-        memcpy(p + n, "sftrace-plot", sizeof "sftrace-plot");
-        if (access(p, X_OK) == 0)
+    static const char *const rel[] = {"sftrace-plot", "../libexec/libsf/sftrace-plot"};
+    char *dir = exe_dir(argv0);
+    for (size_t k = 0; dir != NULL && k < sizeof rel / sizeof rel[0]; k++) {
+        size_t n = strlen(dir), m = strlen(rel[k]) + 1;
+        char *p = xrealloc(NULL, n + m);
+        memcpy(p, dir, n);
+        memcpy(p + n, rel[k], m);
+        if (access(p, X_OK) == 0) {
+            free(dir);
             return p;
+        }
         free(p);
     }
+    free(dir);
     char *p = xrealloc(NULL, sizeof SFTRACE_PLOT);
     memcpy(p, SFTRACE_PLOT, sizeof SFTRACE_PLOT);
     return p;
@@ -1529,7 +1691,7 @@ static void usage(FILE *f)
             "               a strip by kind, nesting in bands, a lane per fiber,\n"
             "               parks and resumes marked\n"
             "  --events     print the table of events and hows as Markdown (the\n"
-            "               one in docs/trace-format.md) and exit; reads no trace\n"
+            "               one in docs/trace-format.md) and exit; reads no trace\n"            "  --plot-path  print the sftrace-plot the pictures run and exit\n"
             "  --help       this text\n"
             "\n"
             "OUT may be - for standard output. Exit status: 0 ok, 1 malformed or\n"
@@ -1537,6 +1699,7 @@ static void usage(FILE *f)
             prog, prog);
 }
 
+#ifndef SFTRACE_NO_MAIN /* fuzz.c has its own */
 int main(int argc, char **argv)
 {
     enum { M_SUMMARY, M_SORTED, M_UNTIMED, M_COUNTS, M_SCHEDULE, M_PROFILE } mode = M_SUMMARY;
@@ -1553,6 +1716,13 @@ int main(int argc, char **argv)
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(s, "--plot-path") == 0) {
+            /* which sftrace-plot the pictures would run, for tests and
+             * for finding out why none is drawn */
+            char *plot = plot_path(argv[0]);
+            puts(plot);
+            free(plot);
+            return fflush(stdout) != 0 || ferror(stdout);
         } else if (strcmp(s, "--events") == 0) {
             print_events();
             return fflush(stdout) != 0 || ferror(stdout);
@@ -1651,48 +1821,8 @@ int main(int argc, char **argv)
         }
         return rc;
     }
-    parse_input(len);
-    /* the runtime ends every line; a last line without one was cut short
-     * (every line but the header made a record, so it is line nrecs + 1) */
-    if (len && in_buf[len - 1] != '\n')
-        problem((uint32_t)nrecs + 1, "the last line has no newline (is the trace cut short?)");
-
-    order = xcalloc(nrecs, sizeof *order);
-    for (size_t i = 0; i < nrecs; i++)
-        order[i] = (uint32_t)i;
-    qsort(order, nrecs, sizeof *order, cmp_order);
-    t_begin = nrecs ? recs[order[0]].time : 0;
-    t_end = nrecs ? recs[order[nrecs - 1]].time : 0;
-
-    /* per-thread file order is the thread's real order: time cannot go back */
-    {
-        char a[32], b[32];
-        int64_t *lastt = xcalloc(nthrs, sizeof *lastt);
-        uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
-        for (size_t i = 0; i < nrecs; i++) {
-            const struct rec *r = &recs[i];
-            nthreads_traced += !lastl[r->thread];
-            if (lastl[r->thread] && r->time < lastt[r->thread])
-                problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
-                        "at line %" PRIu32, r->thread, ms(r->time, a), ms(lastt[r->thread], b),
-                        lastl[r->thread]);
-            lastt[r->thread] = r->time;
-            lastl[r->thread] = r->line;
-        }
-        free(lastt);
-        free(lastl);
-    }
-
-    thrs = xcalloc(nthrs, sizeof *thrs);
-    for (size_t i = 0; i < nthrs; i++)
-        thrs[i].sleep_r = thrs[i].expect_r = NONE;
-    build_tasks();
-    walk();
-
-    if (nproblems > 1) {
-        /* stable by line: cmp_problem breaks ties by position in the array */
-        qsort(problems, nproblems, sizeof *problems, cmp_problem);
-    }
+    if (read_text(len) != 0)
+        return 1;
     if (check) {
         size_t shown = nproblems < MAX_PROBLEMS_SHOWN ? nproblems : MAX_PROBLEMS_SHOWN;
         for (size_t i = 0; i < shown; i++)
@@ -1725,10 +1855,13 @@ int main(int argc, char **argv)
     else
         printf("%s: %zu events, %zu problem%s\n", in_name, nrecs, nproblems + problems_dropped,
                nproblems + problems_dropped == 1 ? "" : "s");
+    int inconsistent = check && nproblems;
+    text_free();
 
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "%s: write error\n", prog);
         return 1;
     }
-    return pic_rc != 0 || (check && nproblems) ? 1 : 0;
+    return pic_rc != 0 || inconsistent ? 1 : 0;
 }
+#endif /* SFTRACE_NO_MAIN */

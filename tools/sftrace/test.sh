@@ -99,7 +99,7 @@ EOH
 } >"$out"
 
 # TAP: one test point per comparison; the driver counts them (Makefile.am).
-echo "1..19"
+echo "1..24"
 n=0
 # point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
 point() {
@@ -108,6 +108,19 @@ point() {
         echo "ok $n - $1"
     else
         echo "not ok $n - $1"
+        sed 's/^/# /' "$want.diff"
+    fi
+}
+
+# point_ok TITLE COMMAND...: ok when the command succeeds.
+point_ok() {
+    n=$((n + 1))
+    title=$1
+    shift
+    if "$@" >"$want.diff" 2>&1; then
+        echo "ok $n - $title"
+    else
+        echo "not ok $n - $title"
         sed 's/^/# /' "$want.diff"
     fi
 }
@@ -170,7 +183,7 @@ exit 1
 sftrace: <stdin>: byte 37: the input ends inside an event
 exit 1
 == fiber 65
-sftrace: <stdin>: byte 32: an event without a one-letter ph and a tid of a thread 0 to 65535 (fiber << 17 | thread, fiber 0 to 64)
+sftrace: <stdin>: byte 32: event 1: tid 8519680 is not a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535
 exit 1
 == --sorted on JSON
 sftrace: <stdin> is a Chrome JSON trace: only --schedule (or --summary), --profile, --json and the pictures read it
@@ -189,6 +202,130 @@ sftrace: <stdin>: byte 85: a task slice without a name
 exit 1
 EOW
 point "bad JSON (json-c's reason) and text-only options are refused with the byte" "$want" "$out"
+
+# Every number the model takes from a JSON event is range-checked before it
+# becomes an integer: json-c reads NaN, Infinity and 1e400 (infinity) even in
+# strict mode and saturates integers past 64 bits, and a cast of any of them
+# (or of -1 to an unsigned) is undefined. Each is an error that names the
+# event and the field, with the value as the trace spells it; none is read
+# as thread 0 or a default.
+init() { printf '[{"ph":"i","tid":0,"ts":1,"name":"init","args":{"threads":%s}}]' "$1"; }
+inst() { printf '[{"ph":"i","tid":0,"ts":1,"name":"x"}\n,{"ph":"i","tid":%s,"ts":%s,"name":"x"}]' "$1" "$2"; }
+{
+    init -1 | run "threads -1"
+    init 1e300 | run "threads 1e300"
+    init 0 | run "threads 0"
+    init 99999999999999999999 | run "threads past 64 bits"
+    inst NaN 2 | run "tid NaN"
+    inst 1e300 2 | run "tid 1e300"
+    inst -1 2 | run "tid -1"
+    inst 2.5 2 | run "tid 2.5"
+    inst 65536 2 | run "thread 65536"
+    inst 0 NaN | run "ts NaN"
+    inst 0 Infinity | run "ts Infinity"
+    inst 0 -Infinity | run "ts -Infinity"
+    inst 0 1e400 | run "ts 1e400"
+    inst 0 -1 | run "ts -1"
+    printf '[{"ph":"B","tid":0,"ts":1,"name":"f","cat":"task","args":{"task":"-1.2","kind":"pool"}}]' |
+        run "task -1.2"
+    printf '[{"ph":"B","tid":0,"ts":1,"name":"f","cat":"task","args":{"task":"0.140737488355328","kind":"pool"}}]' |
+        run "task sequence 2^47"
+} >"$out"
+cat >"$want" <<'EOW'
+== threads -1
+sftrace: <stdin>: byte 62: event 1: args.threads -1 is not a thread count 1 to 1024
+exit 1
+== threads 1e300
+sftrace: <stdin>: byte 65: event 1: args.threads 1e300 is not a thread count 1 to 1024
+exit 1
+== threads 0
+sftrace: <stdin>: byte 61: event 1: args.threads 0 is not a thread count 1 to 1024
+exit 1
+== threads past 64 bits
+sftrace: <stdin>: byte 80: event 1: args.threads 18446744073709551615 is not a thread count 1 to 1024
+exit 1
+== tid NaN
+sftrace: <stdin>: byte 77: event 2: tid NaN is not a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535
+exit 1
+== tid 1e300
+sftrace: <stdin>: byte 79: event 2: tid 1e300 is not a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535
+exit 1
+== tid -1
+sftrace: <stdin>: byte 76: event 2: tid -1 is not a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535
+exit 1
+== tid 2.5
+sftrace: <stdin>: byte 77: event 2: tid 2.5 is not a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535
+exit 1
+== thread 65536
+sftrace: <stdin>: byte 79: event 2: tid 65536 is not a track id: fiber << 17 | thread, fiber 0 to 64, thread 0 to 65535
+exit 1
+== ts NaN
+sftrace: <stdin>: byte 77: event 2: ts NaN is not a time in microseconds 0 to 1e14 (about 3 years)
+exit 1
+== ts Infinity
+sftrace: <stdin>: byte 82: event 2: ts Infinity is not a time in microseconds 0 to 1e14 (about 3 years)
+exit 1
+== ts -Infinity
+sftrace: <stdin>: byte 83: event 2: ts -Infinity is not a time in microseconds 0 to 1e14 (about 3 years)
+exit 1
+== ts 1e400
+sftrace: <stdin>: byte 79: event 2: ts 1e400 is not a time in microseconds 0 to 1e14 (about 3 years)
+exit 1
+== ts -1
+sftrace: <stdin>: byte 76: event 2: ts -1 is not a time in microseconds 0 to 1e14 (about 3 years)
+exit 1
+== task -1.2
+sftrace: <stdin>: byte 87: event 1: args.task "-1.2" is not a task name T.N (T 0 to 131071, N below 2^47)
+exit 1
+== task sequence 2^47
+sftrace: <stdin>: byte 100: event 1: args.task "0.140737488355328" is not a task name T.N (T 0 to 131071, N below 2^47)
+exit 1
+EOW
+point "out-of-range and non-finite JSON numbers are refused, naming the event and field" "$want" "$out"
+
+# Thread ids that ascend, 0 to 65535, one event each, in both formats: the
+# per-thread arrays grow by doubling (they grew by one thread at a time: a
+# copy per thread, minutes under ASan). Made here, about 4 MB in all.
+many_json() {
+    awk 'BEGIN { print "["; for (i = 0; i < 65536; i++)
+        printf "%s{\"ph\":\"i\",\"tid\":%d,\"ts\":%d,\"name\":\"idle\"}\n", i ? "," : "", i, i; print "]" }' |
+        "$sftrace" >"$want.many" 2>&1 &&
+        grep -qx 'trace: <stdin>, 65536 threads, span 0.000 .. 65.535 ms (65.535 ms)' "$want.many" &&
+        grep -q '^ 65535 thread 65535 ' "$want.many" || { head -3 "$want.many"; return 1; }
+}
+point_ok "65,536 ascending thread ids of a JSON trace are read" many_json
+many_text() {
+    { printf 'Thread\tQueue\tAsleep\tTime\tMessage...\n'
+      awk 'BEGIN { for (i = 0; i < 65536; i++) printf "%d\t0\t0\t%d.%03d\tIdle\n", i, i / 1000, i % 1000 }'
+    } | "$sftrace" --schedule >"$want.many" 2>&1 &&
+        grep -q '^trace: <stdin>, 65536 threads, span 0.000 .. 65.535 ms' "$want.many" &&
+        grep -q '^ 65535 worker 65535 ' "$want.many" || { head -3 "$want.many"; return 1; }
+}
+point_ok "65,536 ascending thread ids of a text trace are read" many_text
+
+# --json is JSON: no NaN or Infinity (json-c would write them for a
+# non-finite double), here on both samples and on a trace at the edge of
+# the times taken (0 and 1e14 us, the largest spans and sums). Each line is
+# parsed by python's json, which refuses NaN with parse_constant, when a
+# python3 is there; the token check holds without it.
+json_valid() {
+    {
+        "$sftrace" --json - <"$dir/sample.trace" && "$sftrace" --json - <"$dir/sample.json" &&
+            printf '[{"ph":"B","tid":0,"ts":0,"cat":"task","name":"f","args":{"task":"0.0","kind":"pool"}}\n,{"ph":"i","tid":1,"ts":0,"name":"idle"}\n,{"ph":"E","tid":0,"ts":1e14}]' |
+            "$sftrace" --json -
+    } >"$want.json" || return 1
+    [ "$(wc -l <"$want.json")" -gt 40 ] || { echo "too few lines"; return 1; }
+    ! grep -nE '[:,[] *-?(NaN|Infinity|nan|inf)' "$want.json" || return 1
+    if command -v python3 >/dev/null; then
+        python3 -c 'import json, sys
+def bad(c): raise ValueError(c)
+for n, l in enumerate(sys.stdin, 1):
+    try: json.loads(l, parse_constant=bad)
+    except ValueError as e: sys.exit("line %d: %s" % (n, e))' <"$want.json" || return 1
+    fi
+}
+point_ok "--json writes valid JSON, no NaN or Infinity" json_valid
+rm -f "$want.many" "$want.json"
 
 # ---- the profile by function ----
 # Worked out by hand from the samples' slices (sample.json names them fft,
@@ -219,19 +356,6 @@ point "--profile of the text trace matches sample.profile" "$dir/sample.profile"
 point "--json of the text trace matches sample.schedule" "$dir/sample.schedule" "$out"
 "$sftrace" --json - <"$dir/sample.json" >"$out" 2>&1
 point "--json of the JSON trace matches sample.json.schedule" "$dir/sample.json.schedule" "$out"
-
-# point_ok TITLE COMMAND...: ok when the command succeeds.
-point_ok() {
-    n=$((n + 1))
-    title=$1
-    shift
-    if "$@" >"$want.diff" 2>&1; then
-        echo "ok $n - $title"
-    else
-        echo "not ok $n - $title"
-        sed 's/^/# /' "$want.diff"
-    fi
-}
 
 # A cancelled tree (cancelled.trace): a worker takes a task and finds it
 # cancelled (its Discard answers the Take), the owner's gets discard the
@@ -265,6 +389,31 @@ no_matplotlib() {
         { echo "exit $rc: $msg"; return 1; }
 }
 point_ok "--png without matplotlib says so in one line and writes nothing" no_matplotlib
+
+# Which sftrace-plot runs: found from sftrace's own file, so that an install
+# under a new --prefix, or a moved one, runs its own. sftrace copied into
+# P/bin and a stand-in sftrace-plot into P/libexec/libsf (what `make
+# install` makes): --plot-path names it, run by its path and by PATH; after
+# P is moved, --png runs the stand-in at its new place (no matplotlib
+# needed). The build tree's rule (next to sftrace) is what every --png test
+# here uses.
+plot_layout() {
+    p=$fake.P
+    rm -rf "$p" "$fake.Q"
+    mkdir -p "$p/bin" "$p/libexec/libsf" && cp "$sftrace" "$p/bin/sftrace" || return 1
+    printf '#!/bin/sh\ncat >/dev/null\necho "stand-in sftrace-plot $*"\n' >"$p/libexec/libsf/sftrace-plot"
+    chmod +x "$p/libexec/libsf/sftrace-plot"
+    real=$(cd "$p" && pwd -P) || return 1 # /proc/self/exe has no symbolic links
+    got=$("$p/bin/sftrace" --plot-path)
+    [ "$got" = "$real/bin/../libexec/libsf/sftrace-plot" ] || { echo "by path: $got"; return 1; }
+    got=$(PATH="$p/bin:$PATH" sftrace --plot-path)
+    [ "$got" = "$real/bin/../libexec/libsf/sftrace-plot" ] || { echo "by PATH: $got"; return 1; }
+    mv "$p" "$fake.Q" || return 1
+    got=$("$fake.Q/bin/sftrace" --png "$pic" <"$dir/sample.json" 2>&1)
+    [ "$got" = "stand-in sftrace-plot --png $pic" ] || { echo "moved: $got"; return 1; }
+    rm -rf "$fake.Q"
+}
+point_ok "sftrace runs the sftrace-plot of its own install, moved or not" plot_layout
 
 # With it (tools/deps installs python3-matplotlib): each format's file, and
 # nothing on stdout when a picture is all that is asked.
