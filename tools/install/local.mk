@@ -35,14 +35,17 @@ examplesaudio_DATA = samples/audio/args.h \
 	samples/audio/reverb.h samples/audio/reverb.c \
 	samples/audio/granular.h samples/audio/granular.c \
 	samples/audio/sound.h samples/audio/sound.c
-install-data-local: install-examples-makefile
-uninstall-local: uninstall-examples-makefile
 install-examples-makefile:
 	$(MKDIR_P) '$(DESTDIR)$(examplesdir)'
 	$(INSTALL_DATA) $(srcdir)/tools/install/examples.mk '$(DESTDIR)$(examplesdir)/Makefile'
 uninstall-examples-makefile:
 	rm -f '$(DESTDIR)$(examplesdir)/Makefile'
+else
+install-examples-makefile:
+uninstall-examples-makefile:
 endif
+install-data-local: install-examples-makefile
+uninstall-local: uninstall-examples-makefile
 .PHONY: install-examples-makefile uninstall-examples-makefile
 EXTRA_DIST += tools/install/examples.mk
 
