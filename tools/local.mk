@@ -11,7 +11,7 @@ bin_PROGRAMS = tools/sftrace/sftrace
 # the runtime's trace_format.h, a freestanding header (macros and one static
 # inline function: nothing to link); it is listed in SOURCES so that `make
 # dist` ships it with sftrace.
-tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
+tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/sched/trace_format.h \
 	tools/sftrace/schedule.h tools/sftrace/schedule.c
 # sftrace runs sftrace-plot from next to itself when run by a path that has
 # one (the build tree), else from where `make install` puts it.
@@ -59,7 +59,7 @@ EXTRA_DIST += tools/check-layers
 # A long run of tests/test_stress (SF_STRESS_SECONDS); it builds nothing.
 EXTRA_DIST += tools/soak
 
-# runtime/fiber.c on aarch64 under qemu-user, with a standalone driver (no
+# runtime/platform/fiber.c on aarch64 under qemu-user, with a standalone driver (no
 # Check there); run by hand, it needs a cross compiler (its top comment).
 EXTRA_DIST += tools/check-fiber-cross tools/fiber_cross.c
 
