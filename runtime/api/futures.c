@@ -45,7 +45,7 @@ static inline void check_live(const sf_future *f, uint64_t s, const char *fn)
 
 /* Fills f with fn(arg) for `me`, made under the task `cur` (NULL: none;
  * the push publishes it). */
-static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
+static inline __attribute__((always_inline)) void fill_future(struct sf__thread *me, sf_future *f,
                                                         sf_future *cur, void *(*fn)(void *),
                                                         void *arg)
 {
@@ -71,14 +71,14 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
 
 /* sf_do off its fast path: bad arguments, a call from outside libsf, a
  * thread to register, a free list to refill, a ring to grow, a trace. */
-static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *arg)
+static __attribute__((noinline)) sf_future *future_do_slow(void *(*fn)(void *), void *arg)
 {
     if (fn == NULL) {
         errno = EINVAL;
         return NULL;
     }
     /* Outside any call (registry.h, Calls in flight). */
-    SF__OUTERMOST("sf_do", sf_future *, do_slow(fn, arg));
+    SF__OUTERMOST("sf_do", sf_future *, future_do_slow(fn, arg));
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return NULL;
@@ -87,7 +87,7 @@ static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *a
         errno = ENOMEM;
         return NULL;
     }
-    fill(me, f, sf__sched(me)->cur, fn, arg);
+    fill_future(me, f, sf__sched(me)->cur, fn, arg);
     /* Before the push: once pushed, the task may be taken at once, and its
      * Take or Steal must not come before its Do. Its tag is the push
      * counter's next value, which only this thread moves. */
@@ -109,14 +109,14 @@ static __attribute__((noinline)) sf_future *do_slow(void *(*fn)(void *), void *a
 SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg)
 {
     /* The fork-join fast path calls nothing, so it saves no registers:
-     * anything unusual goes to do_slow, which starts over. */
+     * anything unusual goes to future_do_slow, which starts over. */
     struct sf__thread *me = sf__thread_self();
     struct sf__pending_place at;
     if (SF__UNLIKELY(fn == NULL || me == NULL || sf__trace_on || me->free.head == NULL ||
                      !sf__pending_room(&me->q, &at) || sf__sched(me)->cur == NULL))
-        return do_slow(fn, arg);
+        return future_do_slow(fn, arg);
     sf_future *f = sf__future_alloc_nonempty(&me->free);
-    fill(me, f, sf__sched(me)->cur, fn, arg);
+    fill_future(me, f, sf__sched(me)->cur, fn, arg);
     sf__pending_put_at(&me->q, f, f, false, at);
     return f;
 }

@@ -2,7 +2,7 @@
  * lifecycle.c - layer 5: starting and stopping the runtime, and its counters.
  *
  * Start: sf_init() or, implicitly, the first call of a thread that needs a
- * thread struct (sf__enter). Both go through start() under the life lock, so
+ * thread struct (sf__enter). Both go through start_runtime() under the life lock, so
  * concurrent first calls start one runtime.
  *
  * Stop: sf_shutdown() marks the runtime STOPPING under the life lock, then
@@ -232,7 +232,7 @@ static void fork_child_reset(void)
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, fork_child_reset); }
 
 /* Called with `life` held and the runtime DOWN. Frees c's strings. */
-static int start(struct sf__cfg *c)
+static int start_runtime(struct sf__cfg *c)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_fork_handler);
@@ -311,7 +311,7 @@ SF_EXPORT int sf_init(const sf_config *cfg)
         errno = EBUSY;
         rc = -1;
     } else {
-        rc = start(&c);
+        rc = start_runtime(&c);
     }
     sf__unlock(&life);
     return rc;
@@ -329,7 +329,7 @@ struct sf__thread *sf__enter_slow(void)
             struct sf__cfg c;
             rc = sf__config_resolve(NULL, &c);
             if (rc == 0)
-                rc = start(&c);
+                rc = start_runtime(&c);
             if (rc != 0)
                 errno = EAGAIN;
         }

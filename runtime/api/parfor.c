@@ -153,7 +153,7 @@ static void part_unlock(struct part *p) { atomic_store_explicit(&p->lock, 0, mem
  * Owner: takes the next grain of its part into [*a, *b). Returns false when
  * the part is empty (decided under the lock: see the invariants).
  */
-static inline bool take(struct part *p, unsigned long g, unsigned long *a, unsigned long *b)
+static inline bool take_grain(struct part *p, unsigned long g, unsigned long *a, unsigned long *b)
 {
     /* Relaxed: lo is written by its owner alone outside the lock, and we
      * are the owner. */
@@ -239,7 +239,7 @@ static bool steal(struct loop *L, int self)
         }
         unsigned long nh = h - (h - lo + 1) / 2;
         atomic_store_explicit(&v->hi, nh, memory_order_relaxed);
-        /* The thief's side of the Dekker pair with take(): after it, either
+        /* The thief's side of the Dekker pair with take_grain(): after it, either
          * the owner sees nh or we see how far the owner got. */
         sf__fence_heavy();
         lo = atomic_load_explicit(&v->lo, memory_order_relaxed);
@@ -250,7 +250,7 @@ static bool steal(struct loop *L, int self)
             continue;
         }
         part_unlock(v);
-        /* Our part was empty (decided under its lock by take), so only
+        /* Our part was empty (decided under its lock by take_grain), so only
          * thieves look at it: they lock it, and read it under the lock. */
         part_lock(mine);
         atomic_store_explicit(&mine->lo, nh, memory_order_relaxed);
@@ -289,7 +289,7 @@ static void participate(struct loop *L, int k)
     struct part *p = &L->part[k];
     for (;;) {
         unsigned long a, b, ran = 0;
-        while (!loop_stopped(L) && take(p, L->grain, &a, &b)) {
+        while (!loop_stopped(L) && take_grain(p, L->grain, &a, &b)) {
             run_grain(L, a, b);
             ran += b - a;
         }
@@ -303,7 +303,7 @@ static void participate(struct loop *L, int k)
 }
 
 /* Drops a reference; the last one frees the loop, and the message of a
- * failure its caller did not take (it returned another error: Lifetime).
+ * failure its caller did not take_grain (it returned another error: Lifetime).
  * acq_rel: every use of the loop by the other holders happens before the
  * free. */
 static void loop_unref(struct loop *L)

@@ -130,7 +130,7 @@ static void wake(sf_future *p)
  * an errno: EINVAL, EALREADY, ECANCELED (then the setter's call is
  * recorded: a cancelled promise released meanwhile is freed here).
  */
-static int claim(sf_future *p, uint64_t *claimed)
+static int claim_to_set(sf_future *p, uint64_t *claimed)
 {
     if (p == NULL)
         return EINVAL;
@@ -222,7 +222,7 @@ static void complete(sf_future *p, uint64_t c, void *val, int code, char *msg)
 SF_EXPORT int sf_promise_set(sf_future *p, void *value)
 {
     uint64_t c;
-    int rc = claim(p, &c);
+    int rc = claim_to_set(p, &c);
     if (rc != 0) {
         errno = rc;
         return -1;
@@ -234,7 +234,7 @@ SF_EXPORT int sf_promise_set(sf_future *p, void *value)
 SF_EXPORT int sf_promise_fail(sf_future *p, int code, const char *fmt, ...)
 {
     uint64_t c;
-    int rc = code <= 0 ? EINVAL : claim(p, &c);
+    int rc = code <= 0 ? EINVAL : claim_to_set(p, &c);
     if (rc != 0) {
         errno = rc;
         return -1;
@@ -355,7 +355,7 @@ int sf__promise_cancel(sf_future *f, uint64_t s) { return cancel(f, s, false); }
  * counters), no fiber was parked or resumed, and no new wait began
  * anywhere, so no code ran that ends in a wait either: a thread that woke,
  * ran code and slept again would have begun a new wait, and one that runs
- * code now is not asleep (S3) - code no record shows included, such as a
+ * code now is not thread_asleep (S3) - code no record shows included, such as a
  * loop body of a plain thread's call, or a task in caller storage that a
  * helping fiber took, over a fiber parked in a wait. Sleepers wake every
  * nap (get.c, at most 20 ms) to look for work; QUIET_NS spans more than two
@@ -429,7 +429,7 @@ static bool unset(const sf_future *p, uint64_t s)
 }
 
 /* Relaxed, all: statistics, compared between two sweeps only. */
-static uint64_t progress(void)
+static uint64_t activity_sum(void)
 {
     uint64_t p = (uint64_t)atomic_load_explicit(&sf__pool.shed, memory_order_relaxed);
     for (int i = 0, n = sf__registry_count(); i < n; i++) {
@@ -485,7 +485,7 @@ static int owner_of(const void *p, int n)
 /* Relaxed: a snapshot of the flags (get.c, sleep_on), compared between
  * looks only. A timed wait's sleep is no stall: it returns at its deadline,
  * and its code goes on. */
-static bool asleep(struct sf__thread *t)
+static bool thread_asleep(struct sf__thread *t)
 {
     return atomic_load_explicit(&sf__sched(t)->asleep, memory_order_relaxed) != 0 &&
            atomic_load_explicit(&sf__sched(t)->timed_sleep, memory_order_relaxed) == 0;
@@ -493,7 +493,7 @@ static bool asleep(struct sf__thread *t)
 
 /* One look (above, What a sweep reads): fills st->cur and st->cand; true
  * if it sees S1 to S3. A thread "holds" a task while one runs on a fiber
- * of its or a fiber of its waits: it must then be asleep (S3) - a worker
+ * of its or a fiber of its waits: it must then be thread_asleep (S3) - a worker
  * or the stopping thread too, as a task in caller storage that a helping
  * fiber took may compute there, under a fiber parked in a wait. */
 static bool look(struct sweep *st, const struct sf__thread *stopper)
@@ -516,7 +516,7 @@ static bool look(struct sweep *st, const struct sf__thread *stopper)
          * a thread must be asleep whatever it holds. Relaxed: a flag set
          * at registration (stats.c reads it so). */
         if (t != stopper && !__atomic_load_n(&t->is_worker, __ATOMIC_RELAXED) &&
-            sf__registry_inside(t) && !asleep(t))
+            sf__registry_inside(t) && !thread_asleep(t))
             stuck = false;
         bool waits = false;
         stuck &= look_fiber(st, &r->base, &waits);
@@ -556,7 +556,7 @@ static bool look(struct sweep *st, const struct sf__thread *stopper)
     }
     sf__futures_scan_end();
     for (int i = 0; stuck && i < n; i++)
-        if (st->holds[i] && !asleep(sf__registry_get(i)))
+        if (st->holds[i] && !thread_asleep(sf__registry_get(i)))
             stuck = false;
     return stuck && !st->lost;
 }
@@ -585,7 +585,7 @@ static void sweep(void **stp, const struct sf__thread *stopper, uint64_t deadlin
         return; /* no memory: no verdict this time */
     uint64_t now = sf__now_ns();
     bool late = deadline_ns != 0 && now >= deadline_ns;
-    uint64_t p = progress(), stamp = sf__wait_stamp();
+    uint64_t p = activity_sum(), stamp = sf__wait_stamp();
     bool moved = p != st->progress || stamp != st->stamp + 1;
     st->progress = p;
     st->stamp = stamp;

@@ -46,7 +46,7 @@ _Static_assert(_Alignof(struct sf_future) > SF__SLOT_LOCAL, "a slot's mark is a 
 
 /* Writes f's task for `me`, made under the task `cur` (NULL: none; the
  * push comes after). */
-static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf_future *f,
+static inline __attribute__((always_inline)) void fill_task(struct sf__thread *me, sf_future *f,
                                                         sf_future *cur, void *(*fn)(void *),
                                                         void *arg)
 {
@@ -71,7 +71,7 @@ static inline __attribute__((always_inline)) void fill(struct sf__thread *me, sf
 #ifdef SF_DEBUG
 /* Debug build: t must not hold a task still queued (sf.h, sf_task_do): its
  * slot would name memory holding another task, or none, and the old task
- * would run at shutdown. Named before fill() overwrites it; t's memory may
+ * would run at shutdown. Named before fill_task() overwrites it; t's memory may
  * hold anything, which sf__pending_local_queued's test of the slot and its
  * push counter does not mistake for a queued task. */
 static void check_reuse(struct sf__thread *me, sf_task *t)
@@ -88,7 +88,7 @@ static void check_reuse(struct sf__thread *me, sf_task *t)
 
 /* sf_task_do off its fast path: bad arguments, a thread to register, a
  * ring to grow, a trace to write. */
-static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void *), void *arg)
+static __attribute__((noinline, cold)) int task_do_slow(sf_task *t, void *(*fn)(void *), void *arg)
 {
     if (t == NULL || fn == NULL) {
         errno = EINVAL;
@@ -100,7 +100,7 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
         return -1;
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
-    fill(me, f, sf__sched(me)->cur, fn, arg);
+    fill_task(me, f, sf__sched(me)->cur, fn, arg);
     SF__BUMP(sf__sched(me)->c_created);
     if (!sf__pending_push_local(&me->q, f)) {
         atomic_store_explicit(&sf__sched(me)->c_created,
@@ -115,16 +115,16 @@ static __attribute__((noinline, cold)) int do_slow(sf_task *t, void *(*fn)(void 
 SF_EXPORT int sf_task_do(sf_task *t, void *(*fn)(void *), void *arg)
 {
     /* The fast path calls nothing, so it saves no registers: anything
-     * unusual goes to do_slow, which starts over. */
+     * unusual goes to task_do_slow, which starts over. */
     struct sf__thread *me = sf__thread_self();
     if (SF__UNLIKELY(t == NULL || fn == NULL || me == NULL || sf__trace_on))
-        return do_slow(t, fn, arg);
+        return task_do_slow(t, fn, arg);
     struct sf__pending_place at;
     if (SF__UNLIKELY(!sf__pending_room(&me->q, &at) || sf__sched(me)->cur == NULL))
-        return do_slow(t, fn, arg); /* the ring must grow, or no task runs */
+        return task_do_slow(t, fn, arg); /* the ring must grow, or no task runs */
     CHECK_REUSE(me, t);
     sf_future *f = (sf_future *)t;
-    fill(me, f, sf__sched(me)->cur, fn, arg);
+    fill_task(me, f, sf__sched(me)->cur, fn, arg);
     SF__BUMP(sf__sched(me)->c_created);
     sf__pending_put_at(&me->q, f, sf__slot_mark(f), true, at);
     return 0;
@@ -200,7 +200,7 @@ static void *get_moved(struct sf__thread *me, sf_future *f, uint64_t s, bool tra
 /* f's task is PENDING in our queue with state s: claim it (plain stores:
  * nobody else claims a local future) and drop its slot before it runs,
  * while its memory is certainly ours. */
-static inline uint64_t claim(struct sf__thread *me, sf_future *f, uint64_t s)
+static inline uint64_t claim_local(struct sf__thread *me, sf_future *f, uint64_t s)
 {
     uint64_t run = sf__with_status(s, SF__RUNNING);
     SF__ASSERT_TRANSITION(s, run);
@@ -260,7 +260,7 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
     if (sf__sched(me)->cur != NULL && !sf__stack_room(me)) {
         if (!sf__pending_promote_one(&me->q, f)) {
             /* No memory to move it: dropped, and said so. */
-            uint64_t end = sf__with_status(claim(me, f, s), SF__DONE) | SF__FAILED | SF__SEEN;
+            uint64_t end = sf__with_status(claim_local(me, f, s), SF__DONE) | SF__FAILED | SF__SEEN;
             atomic_store_explicit(&f->fail_code, ENOMEM, memory_order_relaxed);
             __atomic_store_n(&f->msg, NULL, __ATOMIC_RELAXED);
             atomic_store_explicit(&f->state, end, memory_order_relaxed);
@@ -272,7 +272,7 @@ static void *get_slow(struct sf__thread *me, sf_future *f, uint64_t s, bool trac
         s = atomic_load_explicit(&f->state, memory_order_relaxed);
         return traced ? get_moved_traced(me, f, s) : get_moved(me, f, s, false);
     }
-    uint64_t run = claim(me, f, s);
+    uint64_t run = claim_local(me, f, s);
     sf__run_claimed(me, f, run, SF__HOW_WAIT_INLINE);
     /* Relaxed: our own completion. */
     s = atomic_load_explicit(&f->state, memory_order_relaxed);

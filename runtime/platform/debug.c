@@ -29,7 +29,7 @@
  * libsf: ..."). No lock: a reporter aborts next, and one that held a lock
  * would keep the others' lines from coming out at all.
  */
-static void report(const char *prefix, const char *fmt, va_list ap)
+static void write_report(const char *prefix, const char *fmt, va_list ap)
 {
     char line[REPORT_MAX];
     int n = snprintf(line, sizeof line, "%s", prefix);
@@ -66,7 +66,7 @@ _Noreturn void sf__debug_fail(const char *file, int line, const char *fmt, ...)
     snprintf(prefix, sizeof prefix, "libsf: %s:%d: ", file, line);
     va_list ap;
     va_start(ap, fmt);
-    report(prefix, fmt, ap);
+    write_report(prefix, fmt, ap);
     va_end(ap);
     abort();
 }
@@ -75,7 +75,7 @@ _Noreturn void sf__misuse(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    report("libsf: ", fmt, ap);
+    write_report("libsf: ", fmt, ap);
     va_end(ap);
     abort();
 }

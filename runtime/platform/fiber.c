@@ -47,18 +47,18 @@
  * stack, as if it had been suspended by a switch:
  *   top -  16 .. top        16 zero bytes (nothing above the first frame)
  *   top -  16 - frame ..    the frame: zero registers except
- *                             x86-64:  rbx = start, r12 = the context,
+ *                             x86-64:  rbx = ctx_begin, r12 = the context,
  *                                      return address = the trampoline
- *                             aarch64: x19 = start, x20 = the context,
+ *                             aarch64: x19 = ctx_begin, x20 = the context,
  *                                      x30 = the trampoline
  *                           and the floating-point control state of the
  *                           maker, as a new thread inherits its creator's.
  * Popping it leaves the stack pointer at top - 16, a multiple of 16, in the
- * trampoline, which calls start(c) at once: the call is made with the stack
+ * trampoline, which calls ctx_begin(c) at once: the call is made with the stack
  * 16-byte aligned as both ABIs require, and the frame pointer is 0, so a
  * walk of frame pointers ends there; the trampoline's unwind information
  * marks its return address undefined (.cfi_undefined), which ends a DWARF
- * unwind (gdb, libunwind) there too. start tells the sanitizers the switch
+ * unwind (gdb, libunwind) there too. ctx_begin tells the sanitizers the switch
  * has arrived and calls fn(arg), which never returns.
  *
  * The sanitizers. A switch is done in three steps, leave - jump - arrive,
@@ -101,7 +101,7 @@
  * call came from. Linux enables them only on request, for programs whose
  * every object is marked compatible - and this object's mark is what the
  * compiler's -fcf-protection says, whatever the assembly does. On aarch64,
- * `ret` needs no BTI landing pad, and start, reached by blr, has the
+ * `ret` needs no BTI landing pad, and ctx_begin, reached by blr, has the
  * compiler's.
  *
  * Read for this file: the System V AMD64 ABI and AAPCS64 (above), the
@@ -231,8 +231,8 @@ void sf__stack_free(struct sf__stack *s)
  * stack pointer, then loads to->sp and restores what is there (a switch's
  * frame, or a made context's). `sp` is the first member of the context. */
 void sf__ctx_jump(struct sf__ctx *from, struct sf__ctx *to);
-/* Where a made context's first switch returns to: calls start(c), with
- * start in rbx / x19 and c in r12 / x20. Never called from C. */
+/* Where a made context's first switch returns to: calls ctx_begin(c), with
+ * ctx_begin in rbx / x19 and c in r12 / x20. Never called from C. */
 void sf__ctx_trampoline(void);
 _Static_assert(offsetof(struct sf__ctx, sp) == 0, "the assembly reads sp at offset 0");
 
@@ -439,7 +439,7 @@ static inline void arrive(struct sf__ctx *self, void *fake_stack)
 }
 
 /* The first code of a made context, on its own stack. */
-static _Noreturn void start(struct sf__ctx *c)
+static _Noreturn void ctx_begin(struct sf__ctx *c)
 {
     arrive(c, NULL);
     c->fn(c->arg);
@@ -453,7 +453,7 @@ static _Noreturn void start(struct sf__ctx *c)
 static void uc_entry(unsigned lo, unsigned hi)
 {
     uintptr_t p = (uintptr_t)(((uint64_t)hi << 32) | lo);
-    start((struct sf__ctx *)p);
+    ctx_begin((struct sf__ctx *)p);
 }
 
 static void jump(struct sf__ctx *from, struct sf__ctx *to)
@@ -510,7 +510,7 @@ void sf__ctx_make(struct sf__ctx *c, struct sf__stack *s, void (*fn)(void *arg),
     uintptr_t top = s->lo + s->size;
     memset((void *)(top - 16), 0, 16);
     struct frame *f = (struct frame *)(top - 16 - sizeof(struct frame));
-    fill_frame(f, c, start);
+    fill_frame(f, c, ctx_begin);
     c->sp = f;
 #endif
 }

@@ -50,7 +50,7 @@ static struct sf__thread *dead;
 static pthread_key_t exit_key;
 static bool exit_key_live; /* between init and destroy: only a live key is deleted */
 /* lifecycle.c's on_thread_exit: the runtime's one sanctioned upward
- * callback (lifecycle.c, start, says why; tools/check-layers lists it). */
+ * callback (lifecycle.c, start_runtime, says why; tools/check-layers lists it). */
 static void (*exit_hook)(struct sf__thread *t);
 /* The bytes of each struct's `upper` (registry.h), fixed at init. */
 static size_t upper_bytes;
@@ -164,7 +164,7 @@ static void mark_dead(struct sf__thread *t)
     sf__unlock(&reg_lock);
 }
 
-static void on_thread_exit(void *arg)
+static void exit_key_destructor(void *arg)
 {
     struct sf__thread *t = arg;
     /* A thread that exits is an outermost call of its own (Calls in
@@ -359,7 +359,7 @@ static void next_gen(void)
 int sf__registry_init(size_t upper_size, void (*on_exit)(struct sf__thread *t))
 {
     upper_bytes = upper_size;
-    if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
+    if (pthread_key_create(&exit_key, exit_key_destructor) != 0) {
         errno = EAGAIN;
         return -1;
     }

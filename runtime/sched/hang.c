@@ -81,7 +81,7 @@ void sf__hang_start(double seconds)
 /* Tasks started or ended so far, over every thread. Relaxed: counters each
  * written by its owner; a sum read while they move is only compared with
  * the next one. */
-static uint64_t progress(void)
+static uint64_t tasks_moved(void)
 {
     uint64_t sum = 0;
     for (int i = 0, n = sf__registry_count(); i < n; i++) {
@@ -243,7 +243,7 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
     }
 }
 
-static void report(uint64_t stalled_ns)
+static void report_stall(uint64_t stalled_ns)
 {
     uint64_t now = sf__now_ns();
     int nt = sf__registry_count();
@@ -341,14 +341,14 @@ void sf__hang_look(struct sf__thread *me, enum sf__hang_kind kind, const void *w
     atomic_store_explicit(&s->hang_at, now, memory_order_relaxed);
     if (now - last > GAP_NS) {
         s->hang_since = now; /* a wait that began anew */
-        s->hang_sum = progress();
+        s->hang_sum = tasks_moved();
         s->hang_next = now + LOOK_NS;
         return;
     }
     if (now < s->hang_next)
         return;
     s->hang_next = now + LOOK_NS;
-    uint64_t sum = progress();
+    uint64_t sum = tasks_moved();
     if (sum != s->hang_sum) {
         s->hang_sum = sum;
         s->hang_since = now;
@@ -361,7 +361,7 @@ void sf__hang_look(struct sf__thread *me, enum sf__hang_kind kind, const void *w
         !atomic_compare_exchange_strong_explicit(&reported, &r, sum + 1, memory_order_relaxed,
                                                  memory_order_relaxed))
         return;
-    report(now - s->hang_since);
+    report_stall(now - s->hang_since);
 }
 
 /* ---- exit without sf_shutdown --------------------------------------- */
@@ -478,7 +478,7 @@ __attribute__((destructor)) static void at_exit(void)
     if (closed) {
         /* From now on a claimer sheds what it claims (pool.h): no task
          * starts, so a pool with no busy worker stays without one. Relaxed:
-         * busy is the pool's own "quiet" test (pool.c, take); a worker
+         * busy is the pool's own "quiet" test (pool.c, run_taken); a worker
          * that read the deadline just before this store and counts itself
          * busy just after the load below may still start one task - a
          * window of a few instructions, at exit, in which the walk below

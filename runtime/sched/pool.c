@@ -71,7 +71,7 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
     return NULL;
 }
 
-static void take(struct sf__thread *me, sf_future *f, uint64_t claimed, int from)
+static void run_taken(struct sf__thread *me, sf_future *f, uint64_t claimed, int from)
 {
     if (SF__UNLIKELY(sf__pool_past_deadline())) { /* claimed after it: not started */
         sf__pool_shed(me, f, claimed);
@@ -160,7 +160,7 @@ static void *worker_main(void *arg)
             set_idle(&idle, false);
             stop_searching();
             hand_on(from, claimed);
-            take(me, f, claimed, from);
+            run_taken(me, f, claimed, from);
             start_searching();
             spins = 0;
             continue;
@@ -197,7 +197,7 @@ static void *worker_main(void *arg)
         if (f != NULL) {
             set_idle(&idle, false);
             hand_on(from, claimed); /* not searching since the sleep protocol */
-            take(me, f, claimed, from);
+            run_taken(me, f, claimed, from);
         }
         start_searching();
     }
