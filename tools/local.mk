@@ -50,11 +50,13 @@ EXTRA_DIST += \
 	tools/sftrace/sample.json.profile \
 	docs/trace-format.md
 
-# The layering of runtime/ (the table at the top of tools/check-layers, and
-# ARCHITECTURE.md), proved on the objects just built: no include, call or
-# callback goes to a higher layer or to an unlisted unit of the same one.
+# The layering of runtime/ (runtime/LAYERS, one folder per layer), proved on
+# the sources and on the objects just built: every file in its layer's
+# folder, no include, call or callback to a higher layer or to an unlisted
+# unit of the same one, no static function name in two files, and
+# ARCHITECTURE.md's table the one LAYERS makes.
 TESTS += tools/check-layers
-EXTRA_DIST += tools/check-layers
+EXTRA_DIST += tools/check-layers runtime/LAYERS
 
 # A long run of tests/test_stress (SF_STRESS_SECONDS); it builds nothing.
 EXTRA_DIST += tools/soak

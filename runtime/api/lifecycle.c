@@ -249,7 +249,7 @@ static int start_runtime(struct sf__cfg *c)
         errno = err;
         return -1;
     }
-    /* The one upward callback of the runtime (tools/check-layers, SLOTS):
+    /* The one upward callback of the runtime (runtime/LAYERS, its upward slot):
      * a thread's exit reaches libsf only through the pthread key that the
      * registry (layer 3) sets when a thread registers. Threads register
      * from layer 4 (sf__thread_register: pool workers and fresh stacks

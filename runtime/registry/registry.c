@@ -50,7 +50,7 @@ static struct sf__thread *dead;
 static pthread_key_t exit_key;
 static bool exit_key_live; /* between init and destroy: only a live key is deleted */
 /* lifecycle.c's on_thread_exit: the runtime's one sanctioned upward
- * callback (lifecycle.c, start_runtime, says why; tools/check-layers lists it). */
+ * callback (lifecycle.c, start_runtime, says why; runtime/LAYERS lists it). */
 static void (*exit_hook)(struct sf__thread *t);
 /* The bytes of each struct's `upper` (registry.h), fixed at init. */
 static size_t upper_bytes;
