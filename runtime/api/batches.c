@@ -1,5 +1,5 @@
 /*
- * batches.c - layer 5: the public entry points of fair batches
+ * batches.c - the public entry points of fair batches
  * (sf_batch_new, sf_batch_do, sf_batch_wait, sf_batch_close). The batches
  * themselves, their fairness and their accounting are batch.h's; here the
  * arguments are checked, the call begun when it comes from outside libsf

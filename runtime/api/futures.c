@@ -1,5 +1,5 @@
 /*
- * futures.c - layer 5: the public entry points on futures: sf_do, sf_get,
+ * futures.c - the public entry points on futures: sf_do, sf_get,
  * sf_get_isolated, sf_wait, sf_release, sf_is_done, and those of failures and
  * cancellation (sf_fail, sf_error_message, sf_on_unhandled, sf_cancel,
  * sf_cancelled). Each checks its arguments, finds the calling

@@ -1,5 +1,5 @@
 /*
- * lifecycle.c - layer 5: starting and stopping the runtime, and its counters.
+ * lifecycle.c - starting and stopping the runtime, and its counters.
  *
  * Start: sf_init() or, implicitly, the first call of a thread that needs a
  * thread struct (sf__enter). Both go through start_runtime() under the life lock, so

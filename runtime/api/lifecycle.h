@@ -1,5 +1,5 @@
 /*
- * lifecycle.h - layer 5: the runtime's life (start, stop) and the calling
+ * lifecycle.h - the runtime's life (start, stop) and the calling
  * thread's way in, which starts the runtime when it is not running.
  */
 #ifndef SF_LIFECYCLE_H

@@ -1,5 +1,5 @@
 /*
- * parfor.c - layer 5: parallel loops over an index range with stealable
+ * parfor.c - parallel loops over an index range with stealable
  * ranges (sf_for, sf_for_range), after the work-stealing range partitioner
  * of seed 002.
  *

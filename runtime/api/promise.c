@@ -1,5 +1,5 @@
 /*
- * promise.c - layer 5: promises. A promise is a future with no task: made
+ * promise.c - promises. A promise is a future with no task: made
  * RUNNING by sf_promise, it is completed - set, failed or cancelled - by
  * whoever calls sf_promise_set, sf_promise_fail or sf_cancel, on any
  * thread, one that libsf does not know included.

@@ -1,5 +1,5 @@
 /*
- * promise.h - layer 5: promises (sf_promise, sf_promise_set,
+ * promise.h - promises (sf_promise, sf_promise_set,
  * sf_promise_fail): futures with no task, which any thread completes
  * (promise.c). What the other entry points need to tell one.
  */

@@ -1,5 +1,5 @@
 /*
- * reduce.c - layer 5: sf_reduce, a deterministic parallel reduce built on
+ * reduce.c - sf_reduce, a deterministic parallel reduce built on
  * the parallel loop (parfor.c).
  *
  * The result is fixed by the arguments alone: [from, to) is cut into C

@@ -1,5 +1,5 @@
 /*
- * stats.c - layer 5: statistics, read from the counters each thread keeps
+ * stats.c - statistics, read from the counters each thread keeps
  * in its own struct (thread.h, struct sf__sched).
  *
  * Writing costs the task path nothing shared: every counter is written by

@@ -1,5 +1,5 @@
 /*
- * stats.h - layer 5: the runtime's statistics, summed from the per-thread
+ * stats.h - the runtime's statistics, summed from the per-thread
  * counters (thread.h) on read: sf_stats totals, per-thread rows, and the
  * table SF_STATS prints at shutdown. The public entry points, which check
  * that a runtime runs, are lifecycle.c's.

@@ -1,5 +1,5 @@
 /*
- * task.c - layer 5: tasks in caller storage (sf_task_do, sf_task_get,
+ * task.c - tasks in caller storage (sf_task_do, sf_task_get,
  * sf_task_error_message; sf.h).
  *
  * An sf_task is an sf_future in the caller's memory: a local future

@@ -1,5 +1,5 @@
 /*
- * wait.c - layer 5: waits with a deadline on futures (sf_wait_for) and the
+ * wait.c - waits with a deadline on futures (sf_wait_for) and the
  * wait for the first of several (sf_wait_any). sf_batch_wait_for is
  * batches.c's; the timed get itself, which helps nobody, is get.c's
  * (Timed gets).

@@ -1,5 +1,5 @@
 /*
- * claim.c - layer 1: the slow sides of the private claim protocol (claim.h).
+ * claim.c - the slow sides of the private claim protocol (claim.h).
  */
 #include "future/claim.h"
 

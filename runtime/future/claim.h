@@ -1,5 +1,5 @@
 /*
- * claim.h - layer 1: claiming a future, the change of its state word that
+ * claim.h - claiming a future, the change of its state word that
  * decides who runs its task (or discards it).
  *
  * A public future is claimed by CAS, by anyone (sf__claim_cas). A private

@@ -1,5 +1,5 @@
 /*
- * future.c - layer 1: the memory of futures.
+ * future.c - the memory of futures.
  *
  * Futures are 64 bytes, one cache line, carved from 64 KiB slabs, 31 to a 2 MiB arena
  * mapped with mmap and aligned to its size; the arena's first 64 KiB hold

@@ -1,5 +1,5 @@
 /*
- * future.h - layer 1: a future, its state word, and its memory.
+ * future.h - a future, its state word, and its memory.
  *
  * The state word is the single arbiter of who runs a task (the claim is a
  * change of it, never a lock held while the task runs):

@@ -1,5 +1,5 @@
 /*
- * config.h - layer 0: the runtime's configuration, resolved once at start
+ * config.h - the runtime's configuration, resolved once at start
  * from an sf_config, then the environment, then the defaults (config.c).
  */
 #ifndef SF_CONFIG_H

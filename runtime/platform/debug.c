@@ -1,5 +1,5 @@
 /*
- * debug.c - layer 0: failure reports and the lock-order witness of a debug
+ * debug.c - failure reports and the lock-order witness of a debug
  * build (see debug.h).
  *
  * The witness keeps, per thread, the stack of runtime locks it holds. Taking

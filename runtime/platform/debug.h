@@ -1,5 +1,5 @@
 /*
- * debug.h - layer 0: the checks of a debug build (./configure --enable-debug,
+ * debug.h - the checks of a debug build (./configure --enable-debug,
  * which defines SF_DEBUG), and the runtime's locks.
  *
  * A debug build checks, and aborts with one line on stderr naming what broke:

@@ -1,5 +1,5 @@
 /*
- * fiber.c - layer 0: stacks and context switches. See fiber.h for the API.
+ * fiber.c - stacks and context switches. See fiber.h for the API.
  *
  * What a switch saves, and why that set. sf__ctx_switch is an ordinary
  * function call as far as the compiler of its caller knows, so the caller

@@ -1,5 +1,5 @@
 /*
- * fiber.h - layer 0: stacks and the switch between execution contexts of one
+ * fiber.h - stacks and the switch between execution contexts of one
  * thread. The building block of waits that park instead of stacking: a get
  * that must wait will suspend its frame on its own stack and run other work
  * on another stack of the same thread. Nothing here knows about futures,

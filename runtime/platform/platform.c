@@ -1,5 +1,5 @@
 /*
- * platform.c - layer 0: futexes, membarrier, the clock. See platform.h.
+ * platform.c - futexes, membarrier, the clock. See platform.h.
  */
 #include "platform/platform.h"
 

@@ -1,5 +1,5 @@
 /*
- * platform.h - layer 0: what libsf needs from the CPU and the kernel.
+ * platform.h - what libsf needs from the CPU and the kernel.
  * Futex sleep and wake, the asymmetric fence pair, the monotonic clock, the
  * CPU's spin-wait pause and a small random number generator. Nothing here
  * knows about futures, queues or threads of the runtime.

@@ -1,5 +1,5 @@
 /*
- * pending.c - layer 2: the slow paths of a pending queue: creation, growth,
+ * pending.c - the slow paths of a pending queue: creation, growth,
  * the owner's pop while it helps, trimming, publishing, and the claim scan
  * of other threads. The algorithm and its invariant are at the top of
  * pending.h.

@@ -1,5 +1,5 @@
 /*
- * pending.h - layer 2: a thread's pending queue, as a data structure on its
+ * pending.h - a thread's pending queue, as a data structure on its
  * own: single-owner push/pop at the bottom, claims by any thread from the top
  * (spmc), with a private part the owner claims without any atomic
  * read-modify-write. It knows nothing of the runtime: no globals, no trace,

@@ -1,5 +1,5 @@
 /*
- * cancel.c - layer 3: the lineage walk and the record of cancellations in
+ * cancel.c - the lineage walk and the record of cancellations in
  * effect (cancel.h).
  */
 #include "registry/cancel.h"

@@ -1,5 +1,5 @@
 /*
- * cancel.h - layer 3: cancellation that reaches a task's whole tree (sf.h,
+ * cancel.h - cancellation that reaches a task's whole tree (sf.h,
  * sf_cancel; docs/failures.md, Cancellation).
  *
  * Lineage. Every task records, when it is made, the cancellable task it was

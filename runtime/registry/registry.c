@@ -1,5 +1,5 @@
 /*
- * registry.c - layer 3: thread structs, TLS, thread exit and adoption.
+ * registry.c - thread structs, TLS, thread exit and adoption.
  *
  * Structs are never freed while the registry is open: a scanner may hold one
  * at any time. When a thread exits, its struct is marked dead; its queue stays

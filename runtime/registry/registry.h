@@ -1,5 +1,5 @@
 /*
- * registry.h - layer 3: the threads that use libsf, and the global pending
+ * registry.h - the threads that use libsf, and the global pending
  * set.
  *
  * Every thread that calls into libsf gets a struct sf__thread the first time

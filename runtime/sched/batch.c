@@ -1,5 +1,5 @@
 /*
- * batch.c - layer 4: the batches' FIFOs, their ring and its round-robin
+ * batch.c - the batches' FIFOs, their ring and its round-robin
  * cursor, and their accounting (algorithm and invariants: batch.h).
  */
 #include "sched/batch.h"

@@ -1,5 +1,5 @@
 /*
- * batch.h - layer 4: fair batches (sf_batch_new, sf_batch_do, ...): groups of
+ * batch.h - fair batches (sf_batch_new, sf_batch_do, ...): groups of
  * tasks that the pool serves round-robin against each other, and the eager
  * way in (a batch's tasks are submitted as they are added).
  *

@@ -1,5 +1,5 @@
 /*
- * failure.c - layer 4: failure records and the unhandled-failure hook; see
+ * failure.c - failure records and the unhandled-failure hook; see
  * failure.h.
  */
 #include "sched/failure.h"

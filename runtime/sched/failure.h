@@ -1,5 +1,5 @@
 /*
- * failure.h - layer 4: what sf_fail leaves behind until its task completes,
+ * failure.h - what sf_fail leaves behind until its task completes,
  * and the report of failures nobody saw (the unhandled-failure hook).
  *
  * A failure lives in the future itself: FAILED (and SEEN) in its state word,

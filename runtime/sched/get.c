@@ -1,5 +1,5 @@
 /*
- * get.c - layer 4: sf_get beyond the fast path: run directly, help, and only
+ * get.c - sf_get beyond the fast path: run directly, help, and only
  * then sleep.
  *
  * A get on future f (sf__get in get.h, then sf__get_slow here):

@@ -1,5 +1,5 @@
 /*
- * get.h - layer 4: sf_get's work once the caller has its thread struct: the
+ * get.h - sf_get's work once the caller has its thread struct: the
  * fork-join fast path inline, everything else in get.c (whose top comment
  * holds the deadlock-freedom argument).
  */

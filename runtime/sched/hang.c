@@ -1,5 +1,5 @@
 /*
- * hang.c - layer 4: a stuck program says why, and a program that exits
+ * hang.c - a stuck program says why, and a program that exits
  * without sf_shutdown() still reports (hang.h).
  *
  * Stalls (SF_HANG_REPORT=S). A stall is a time in which no task started or

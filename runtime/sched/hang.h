@@ -1,5 +1,5 @@
 /*
- * hang.h - layer 4: a stuck program says why (SF_HANG_REPORT; hang.c has the
+ * hang.h - a stuck program says why (SF_HANG_REPORT; hang.c has the
  * design), and a program that exits without sf_shutdown() still reports.
  *
  * Every libsf wait that sleeps - a get (get.c, sleep_on), sf_wait_any

@@ -1,5 +1,5 @@
 /*
- * park.c - layer 4: waits that park instead of stacking.
+ * park.c - waits that park instead of stacking.
  *
  * The hazard this removes. A get whose task runs on another thread should
  * not just sleep: it helps, running other pending work meanwhile. Run on top

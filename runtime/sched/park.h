@@ -1,5 +1,5 @@
 /*
- * park.h - layer 4: waits that park instead of stacking (park.c has the
+ * park.h - waits that park instead of stacking (park.c has the
  * design, the argument why a program without a cycle of gets cannot
  * deadlock, and the bounds).
  *

@@ -1,5 +1,5 @@
 /*
- * pool.c - layer 4: the pool of workers and its cap.
+ * pool.c - the pool of workers and its cap.
  *
  * The pool is fixed: threads - 1 workers started with the runtime, so at most
  * `threads` threads run tasks at once counting the one that gets (plus any

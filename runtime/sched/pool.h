@@ -1,5 +1,5 @@
 /*
- * pool.h - layer 4: the fixed pool of workers, and how the threads that make
+ * pool.h - the fixed pool of workers, and how the threads that make
  * work public tell idle workers about it.
  */
 #ifndef SF_POOL_H

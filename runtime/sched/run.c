@@ -1,5 +1,5 @@
 /*
- * run.c - layer 4: the out-of-line copy of sf__run (run.h) for the runners
+ * run.c - the out-of-line copy of sf__run (run.h) for the runners
  * that are not a get of the task's own future, for outermost tasks (timed),
  * and for batch tasks (run with a frame naming their batch).
  */

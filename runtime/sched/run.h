@@ -1,5 +1,5 @@
 /*
- * run.h - layer 4: the one path that runs a claimed task and completes its
+ * run.h - the one path that runs a claimed task and completes its
  * future. Every runner goes through sf__run: a get of the future itself
  * (SF__HOW_INLINE, or WAIT_INLINE off the fast path), an idle pool worker
  * (POOL), a blocked get helping (STEAL), the drain at shutdown (DRAIN), a

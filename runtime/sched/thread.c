@@ -1,5 +1,5 @@
 /*
- * thread.c - layer 4: a registered thread's scheduler part (thread.h).
+ * thread.c - a registered thread's scheduler part (thread.h).
  */
 #include "sched/thread.h"
 

@@ -1,5 +1,5 @@
 /*
- * thread.h - layer 4: what the scheduler keeps per thread (struct sf__sched,
+ * thread.h - what the scheduler keeps per thread (struct sf__sched,
  * in the registry's struct sf__thread, registry.h), and the fibers a thread
  * runs tasks on.
  *

@@ -1,5 +1,5 @@
 /*
- * trace.c - layer 4: writing the schedule trace (format: trace_format.h).
+ * trace.c - writing the schedule trace (format: trace_format.h).
  *
  * Each thread formats its lines into its own buffer and writes whole buffers
  * with one write(2), so tracing takes no lock of ours and lines never

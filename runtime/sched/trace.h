@@ -1,5 +1,5 @@
 /*
- * trace.h - layer 4: SF_TRACE, the schedule trace. Its format is defined once
+ * trace.h - SF_TRACE, the schedule trace. Its format is defined once
  * in trace_format.h (shared with tools/sftrace); docs/trace-format.md says
  * the same. SF_TRACE=chrome writes the same events as Chrome Trace Event
  * Format JSON instead (trace.c; docs/trace-format.md). Off, an event costs
