@@ -19,7 +19,6 @@
 #ifndef SF_PLATFORM_H
 #define SF_PLATFORM_H
 
-#include <ck_pr.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -111,9 +110,31 @@ static inline uint64_t sf__deadline_ns(double seconds)
  * mapped and read as zeros afterwards (private anonymous memory only). */
 void sf__memory_discard(void *p, size_t n);
 
-/* The CPU's spin-wait hint (x86 pause), through Concurrency Kit, which has it
- * for every architecture it supports. */
-static inline void sf__pause(void) { ck_pr_stall(); }
+/*
+ * The CPU's spin-wait hint, for one turn of a spin loop. It is a compiler
+ * barrier on every architecture too: the loop's loads are made again.
+ *  - x86, x86-64: `pause`, which lets the core's other hardware thread run,
+ *    saves power, and spares the memory-order mis-speculation at the loop's
+ *    exit.
+ *  - aarch64: `yield`, the architecture's hint that the thread spins (the
+ *    one Linux's cpu_relax gives). On cores without hardware threads it
+ *    retires as a no-op, so a turn costs a compiler barrier, as Concurrency
+ *    Kit's ck_pr_stall does there. Not `isb`, whose pipeline flush some
+ *    runtimes use as a delay: a longer turn would stretch every spin count
+ *    of the callers (claim.c, get.c, pool.c, ...), which x86 sets.
+ *  - any other architecture: the compiler barrier alone; the loop spins at
+ *    full speed, as it would with a hint the core ignores.
+ */
+static inline void sf__pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause" ::: "memory");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
 
 /* xorshift32: a cheap per-thread random number, where a scan of all queues
  * starts, so that thieves and idle workers spread over victims. *state must
