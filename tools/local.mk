@@ -58,6 +58,13 @@ EXTRA_DIST += \
 TESTS += tools/check-layers
 EXTRA_DIST += tools/check-layers runtime/LAYERS
 
+# check-layers' source checks each catch a violation planted in a copy of
+# runtime/ (an include upward from every folder, a file in the wrong
+# folder, a static name twice, an unlisted slot, a stale ARCHITECTURE.md
+# table) and pass the copy as it is.
+TESTS += tools/check-layers-test.sh
+EXTRA_DIST += tools/check-layers-test.sh
+
 # A long run of tests/test_stress (SF_STRESS_SECONDS); it builds nothing.
 EXTRA_DIST += tools/soak
 
