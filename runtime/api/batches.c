@@ -7,6 +7,7 @@
  * runtime if needed), the pool told of additions, and sf_batch_wait helps.
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 

@@ -7,6 +7,7 @@
  * layers below; the debug build also reports uses of released futures here.
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 #include "api/promise.h"
 
 #include <errno.h>

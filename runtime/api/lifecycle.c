@@ -15,6 +15,7 @@
  * runtime.
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 #include <limits.h>

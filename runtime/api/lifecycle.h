@@ -7,7 +7,7 @@
 
 #include <errno.h>
 
-#include "sched/get.h"
+#include "sched/park.h"
 
 /* DOWN -> UP (sf_init, implicit start) -> STOPPING (sf_shutdown's drain and
  * join, no lock held) -> DOWN. */

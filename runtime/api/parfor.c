@@ -89,6 +89,7 @@
  * after a failed get (EDEADLK) thus keeps the loop alive until it ends.
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 #include <limits.h>

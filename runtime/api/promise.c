@@ -45,6 +45,8 @@
  * allocated, whatever thread completes.
  */
 #include "api/promise.h"
+#include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 #include <stdarg.h>

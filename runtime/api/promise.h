@@ -6,7 +6,7 @@
 #ifndef SF_PROMISE_H
 #define SF_PROMISE_H
 
-#include "api/lifecycle.h"
+#include "future/future.h"
 
 /* A promise's u.fn: sf_promise itself, never called through this pointer.
  * It marks a future as a promise for as long as it is not FREE, and names

@@ -44,6 +44,7 @@
  * keeps nothing else; *result is written only on success.
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 #include <stdalign.h>

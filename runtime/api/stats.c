@@ -15,6 +15,8 @@
  * (sf.h: no call races with sf_shutdown).
  */
 #include "api/stats.h"
+#include "sched/pool.h"
+#include "sched/thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #ifndef SF_STATS_H
 #define SF_STATS_H
 
-#include "sched/pool.h"
+#include "sf.h"
 
 /* Fills every counter of *out but `threads` (lifecycle.c knows it). */
 void sf__stats_sum(sf_stats *out);

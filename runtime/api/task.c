@@ -35,6 +35,7 @@
  * shutdown (lifecycle.c).
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 #include <stdlib.h>

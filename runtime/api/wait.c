@@ -17,6 +17,7 @@
  * of at most ANY_NAP_NS: that one wakes it at once, the others within a nap.
  */
 #include "api/lifecycle.h"
+#include "sched/get.h"
 
 #include <errno.h>
 

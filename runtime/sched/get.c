@@ -45,6 +45,7 @@
  * doing (park.c: why only the program's own cycles of gets deadlock).
  */
 #include "sched/get.h"
+#include "sched/park.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -6,8 +6,9 @@
 #ifndef SF_GET_H
 #define SF_GET_H
 
-#include "sched/pool.h"
 #include "sched/hang.h"
+#include "sched/pool.h"
+#include "sched/run.h"
 
 /* The rest of a get (below), or all of an isolated one (Isolation). */
 void *sf__get_slow(struct sf__thread *me, sf_future *f, bool isolated);

@@ -93,6 +93,7 @@
  * and errno in the middle of a task.
  */
 #include "sched/park.h"
+#include "sched/run.h"
 
 #include <errno.h>
 #include <limits.h>

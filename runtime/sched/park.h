@@ -12,7 +12,7 @@
 #ifndef SF_PARK_H
 #define SF_PARK_H
 
-#include "sched/run.h"
+#include "sched/thread.h"
 
 /* Fibers a thread may park on top of its own stack. A get that would need
  * one more waits without helping (park.c, Bounds). */

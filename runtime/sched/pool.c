@@ -17,6 +17,8 @@
  * one sleeper (sf__pool_notify).
  */
 #include "sched/pool.h"
+#include "sched/park.h"
+#include "sched/run.h"
 
 #include <errno.h>
 #include <limits.h>

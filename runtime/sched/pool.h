@@ -5,7 +5,11 @@
 #ifndef SF_POOL_H
 #define SF_POOL_H
 
-#include "sched/park.h"
+#include <pthread.h>
+
+#include "future/future.h"
+
+struct sf__thread;
 
 struct sf__pool {
     /* Read by every get that submits: apart from the counters below. */
