@@ -1,6 +1,6 @@
 /*
  * test_debug.c - the self-checks of a debug build (./configure
- * --enable-debug, runtime/debug.h): each misuse or broken rule is reported
+ * --enable-debug, runtime/platform/debug.h): each misuse or broken rule is reported
  * with one line naming it, then abort(). Built only in a debug build.
  *
  * Each case runs in a child process whose stderr goes to a pipe
@@ -9,9 +9,9 @@
  */
 #include "testutil.h"
 
-#include "pending.h"
-#include "pool.h"
-#include "registry.h"
+#include "queue/pending.h"
+#include "sched/pool.h"
+#include "registry/registry.h"
 
 #include <pthread.h>
 #include <sched.h>

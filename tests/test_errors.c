@@ -101,7 +101,7 @@ START_TEST(get_after_shutdown_is_einval)
     ck_assert_int_eq(sf_wait(done, NULL), EINVAL);
     /* Through the whole next runtime (the gets started it), however many
      * futures it makes: their memory rests meanwhile, and is not handed
-     * out (runtime/future.c, Resting arenas). */
+     * out (runtime/future/future.c, Resting arenas). */
     for (int round = 0; round < 3; round++) {
         sf_future *many[1000];
         for (int k = 0; k < 100; k++) {

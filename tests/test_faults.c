@@ -76,7 +76,7 @@
  * The fault switchboard.
  */
 
-/* F_STACK: a fiber's stack (an mmap with MAP_STACK, runtime/fiber.c); the
+/* F_STACK: a fiber's stack (an mmap with MAP_STACK, runtime/platform/fiber.c); the
  * other mappings are F_ALLOC's. */
 enum fault { F_ALLOC, F_THREAD, F_ATTR, F_KEY, F_OPEN, F_STACK, F_COUNT };
 

@@ -1,5 +1,5 @@
 /*
- * test_fiber.c - stacks and context switches (runtime/fiber.h) alone: no
+ * test_fiber.c - stacks and context switches (runtime/platform/fiber.h) alone: no
  * runtime is started. Linked against libsfcore.la, as test_pending is, to
  * call the sf__ functions directly. Every count is checked exactly; values
  * computed across switches are compared with the same computation without
@@ -8,7 +8,7 @@
  */
 #include "testutil.h"
 
-#include "fiber.h"
+#include "platform/fiber.h"
 
 #include <errno.h>
 #include <sched.h>

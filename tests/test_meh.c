@@ -11,7 +11,7 @@
 
 /* Nested gets on one thread's deep stack, with no fresh stack. Under
  * ThreadSanitizer a thread nests at most 1,024 tasks before it continues on
- * a fresh stack (runtime/registry.h, for ThreadSanitizer's memory), so the
+ * a fresh stack (runtime/registry/registry.h, for ThreadSanitizer's memory), so the
  * chain stays below that there. */
 #if defined(__SANITIZE_THREAD__)
 #define CHAIN_DEPTH 1000L
@@ -237,7 +237,7 @@ START_TEST(chain_deep_default_stacks)
     ck_assert_uint_eq(s.created, (uint64_t)depth);
     ck_assert_uint_eq(s.run_inline + s.run_pool + s.run_stolen, (uint64_t)depth);
     /* The chain ran on more stacks than one: fresh ones below a red line,
-     * or fibers its gets parked when a worker took a level (runtime/park.c);
+     * or fibers its gets parked when a worker took a level (runtime/sched/park.c);
      * every one that parked went on. No thread is left behind. */
     ck_assert_uint_ge(s.fresh_stacks + s.parks, 1);
     ck_assert_uint_eq(s.parks, s.resumes);

@@ -1,7 +1,7 @@
 /*
  * test_memory.c - memory comes back: after a burst of pending futures is
  * released, the futures' slabs and the queue's grown ring are given back to
- * the system (runtime/future.c, runtime/pending.h), measured as the
+ * the system (runtime/future/future.c, runtime/queue/pending.h), measured as the
  * process's resident set. The memory is reused by the next burst, and
  * futures handed out from discarded slabs work as any other.
  *

@@ -1,5 +1,5 @@
 /*
- * test_pending.c - the pending queue alone (runtime/pending.h), as a data
+ * test_pending.c - the pending queue alone (runtime/queue/pending.h), as a data
  * structure: no runtime is started. Linked against libsfcore.la, the
  * library's internal objects, so the test calls the sf__pending_ API
  * directly. Owner operations run on the thread that initialised the queue;
@@ -7,7 +7,7 @@
  */
 #include "testutil.h"
 
-#include "pending.h"
+#include "queue/pending.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -600,7 +600,7 @@ START_TEST(signal_handler_shutdown_is_named)
 END_TEST
 #endif
 
-/* ---- promises nobody can set (runtime/promise.c) ---- */
+/* ---- promises nobody can set (runtime/api/promise.c) ---- */
 
 /* What one task saw: its get's result and errno, and on which pthread it
  * ran. */

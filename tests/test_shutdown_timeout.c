@@ -422,7 +422,7 @@ START_TEST(errors)
 }
 END_TEST
 
-/* ---- promises nobody can set (runtime/promise.c) ---- */
+/* ---- promises nobody can set (runtime/api/promise.c) ---- */
 
 static const int thread_counts[] = {1, 2, 4};
 

@@ -445,7 +445,7 @@ static void *chain(void *arg)
 
 /* Deep enough to pass the red line of an 8 MiB stack in every build.  Under
  * ThreadSanitizer a thread nests at most 1,024 tasks before it continues on a
- * fresh stack (runtime/registry.h), and each level costs it memory: 5,000
+ * fresh stack (runtime/registry/registry.h), and each level costs it memory: 5,000
  * levels switch stacks four times.  AddressSanitizer's frames are not on the
  * thread's stack, so it needs the full depth.  TU_DEEP_CHAIN overrides. */
 #if defined(__SANITIZE_THREAD__)

@@ -1,6 +1,6 @@
 /*
  * test_trace.c - SF_TRACE output, read by sftrace (tools/sftrace), the one
- * reader of the format (runtime/trace_format.h): the test has no parser of
+ * reader of the format (runtime/sched/trace_format.h): the test has no parser of
  * its own. Every trace the runtime writes here must pass `sftrace --check`,
  * which checks each line and what holds in any valid trace (tasks queued
  * once, started at most once and finished after their start, Take/Steal

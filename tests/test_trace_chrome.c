@@ -93,7 +93,7 @@ static double jnum(json_object *o, const char *key, size_t ev)
 #define MAX_TID 256 /* tracks: a thread's own stack, and each fiber of it */
 #define MAX_FLOWS 200000
 
-/* A fiber's track (runtime/park.c): tid = fiber << 17 | thread id. */
+/* A fiber's track (runtime/sched/park.c): tid = fiber << 17 | thread id. */
 #define TID_THREAD(tid) ((tid) & 0x1ffff)
 #define TID_FIBER(tid) ((tid) >> 17)
 

@@ -1,11 +1,11 @@
 /*
- * fiber_cross.c - runtime/fiber.c's switch on another architecture, where
+ * fiber_cross.c - runtime/platform/fiber.c's switch on another architecture, where
  * Check (tests/test_fiber) is not at hand: a standalone driver with the
  * main cases of tests/test_fiber, reporting in TAP. tools/check-fiber-cross
  * builds it statically with a cross compiler and runs it under qemu-user
  * (aarch64), and natively; it is not part of make check.
  */
-#include "fiber.h"
+#include "platform/fiber.h"
 
 #include <errno.h>
 #include <fenv.h>

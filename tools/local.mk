@@ -18,7 +18,7 @@ endif
 # the runtime's trace_format.h, a freestanding header (macros and one static
 # inline function: nothing to link); it is listed in SOURCES so that `make
 # dist` ships it with sftrace.
-tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/trace_format.h \
+tools_sftrace_sftrace_SOURCES = tools/sftrace/sftrace.c runtime/sched/trace_format.h \
 	tools/sftrace/schedule.h tools/sftrace/schedule.c
 tools_sftrace_sftrace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime \
 	-I$(top_builddir)/tools/sftrace
@@ -78,16 +78,25 @@ EXTRA_DIST += tools/sftrace/fuzz.c tools/sftrace/fuzz-run
 
 endif
 
-# The layering of runtime/ (the table at the top of tools/check-layers, and
-# ARCHITECTURE.md), proved on the objects just built: no include, call or
-# callback goes to a higher layer or to an unlisted unit of the same one.
+# The layering of runtime/ (runtime/LAYERS, one folder per layer), proved on
+# the sources and on the objects just built: every file in its layer's
+# folder, no include, call or callback to a higher layer or to an unlisted
+# unit of the same one, no static function name in two files, and
+# ARCHITECTURE.md's table the one LAYERS makes.
 TESTS += tools/check-layers
-EXTRA_DIST += tools/check-layers
+EXTRA_DIST += tools/check-layers runtime/LAYERS
+
+# check-layers' source checks each catch a violation planted in a copy of
+# runtime/ (an include upward from every folder, a file in the wrong
+# folder, a static name twice, an unlisted slot, a stale ARCHITECTURE.md
+# table) and pass the copy as it is.
+TESTS += tools/check-layers-test.sh
+EXTRA_DIST += tools/check-layers-test.sh
 
 # A long run of tests/test_stress (SF_STRESS_SECONDS); it builds nothing.
 EXTRA_DIST += tools/soak
 
-# runtime/fiber.c on aarch64 under qemu-user, with a standalone driver (no
+# runtime/platform/fiber.c on aarch64 under qemu-user, with a standalone driver (no
 # Check there); run by hand, it needs a cross compiler (its top comment).
 EXTRA_DIST += tools/check-fiber-cross tools/fiber_cross.c
 

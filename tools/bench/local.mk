@@ -102,7 +102,7 @@ EXTRA_DIST += tools/bench/test-fft-leaves.sh
 endif
 
 if SF_BENCH
-# The cost of a fiber switch (runtime/fiber.h), linked against the internal
+# The cost of a fiber switch (runtime/platform/fiber.h), linked against the internal
 # convenience library as tests/test_fiber is; no peer.
 bench_programs += tools/bench/switch_sf
 EXTRA_PROGRAMS += tools/bench/switch_sf

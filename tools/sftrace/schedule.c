@@ -15,7 +15,7 @@
  *
  * The JSON reader parses each event object with json-c (strict RFC 8259)
  * and keeps what the model needs from it. It relies on what
- * libsf's writer guarantees (runtime/trace.c, docs/trace-format.md): the
+ * libsf's writer guarantees (runtime/sched/trace.c, docs/trace-format.md): the
  * slice events (B/E) and instants (i) of one thread, on all its fibers'
  * tracks, appear in the file in that thread's order, so a per-fiber stack
  * pairs every E with its B. Flow events (s/f) are written by the thread that

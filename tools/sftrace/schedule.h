@@ -44,7 +44,7 @@ enum sched_kind {
     SK_COUNT
 };
 
-/* The most fibers a thread has besides its own stack (runtime/park.h,
+/* The most fibers a thread has besides its own stack (runtime/sched/park.h,
  * SF__FIBERS): fibers are 0 to SCHED_MAX_FIBER. */
 #define SCHED_MAX_FIBER 64
 

@@ -32,7 +32,7 @@
  * runtime's trace is tested (tests/test_trace.c).
  *
  * The format itself - the header, the events, their argument kinds, the
- * hows - comes from runtime/trace_format.h, the header the runtime writes
+ * hows - comes from runtime/sched/trace_format.h, the header the runtime writes
  * from; sftrace keeps no list of its own. --events prints that table as the
  * Markdown of docs/trace-format.md, and tools/sftrace/test.sh checks that
  * the docs hold it unchanged. What sftrace adds is one handler per event
@@ -57,7 +57,7 @@
 #include <plot-path.h>
 
 #include "schedule.h"
-#include "trace_format.h"
+#include "sched/trace_format.h"
 
 /* Task names are packed into one 64-bit key: thread in the top bits, sequence
  * number in the low ones. The limits are far beyond any real trace. */
@@ -161,7 +161,7 @@ struct vec {
     size_t n, cap;
 };
 
-/* Fibers a thread's waits may park work on (runtime/park.h, SF__FIBERS). */
+/* Fibers a thread's waits may park work on (runtime/sched/park.h, SF__FIBERS). */
 #define MAX_FIBERS 64
 _Static_assert(MAX_FIBERS == SCHED_MAX_FIBER, "schedule.h's fibers are the trace's");
 

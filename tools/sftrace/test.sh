@@ -5,7 +5,7 @@
 # the right line numbers; checks --counts (sample.counts, counted by hand)
 # and --untimed on the same trace; and checks that the tables of
 # docs/trace-format.md are exactly what sftrace --events prints from
-# runtime/trace_format.h. The sample parks: the main thread's get parks its
+# runtime/sched/trace_format.h. The sample parks: the main thread's get parks its
 # own stack and steals on fiber 1, and the worker's get parks a fiber with
 # two tasks open on it, helps on fiber 1 and goes back to sleep on fiber 0
 # (the busy time counts the parked task once).

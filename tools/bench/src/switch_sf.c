@@ -1,5 +1,5 @@
 /*
- * switch_sf.c - the cost of a fiber switch (runtime/fiber.h): a round trip
+ * switch_sf.c - the cost of a fiber switch (runtime/platform/fiber.h): a round trip
  * from the thread's own context into a made one and back (two switches).
  *
  *   tools/bench/switch_sf [N]   N round trips per rep (default 10,000,000),
@@ -13,7 +13,7 @@
  * switch_sf 1 (none per switch with the assembly; one per switch with
  * ucontext, whose swapcontext sets the signal mask).
  */
-#include "fiber.h"
+#include "platform/fiber.h"
 
 #include <stdio.h>
 #include <stdlib.h>
