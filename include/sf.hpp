@@ -163,6 +163,9 @@ struct call : fn_part<F>, args_part<std::index_sequence_for<A...>, A...> {
     {
         return this->apply(std::move(this->fn()));
     }
+    /* The call cannot throw (f is noexcept for these arguments): its task
+     * needs no catch (small_task). */
+    static constexpr bool nothrow = std::is_nothrow_invocable_v<F, A...>;
 };
 
 /* A function known at compile time, as an empty callable: sf::spawn<fn>(a)
@@ -171,6 +174,7 @@ template <auto Fn>
 struct fn_constant {
     template <class... X>
     decltype(auto) operator()(X &&...x) const
+        noexcept(std::is_nothrow_invocable_v<decltype(Fn), X...>)
     {
         return std::invoke(Fn, std::forward<X>(x)...);
     }
@@ -208,9 +212,12 @@ inline void *to_pointer(const T &v) noexcept
 template <class T>
 inline T from_pointer(void *p) noexcept
 {
-    alignas(T) unsigned char b[sizeof(T)];
-    std::memcpy(b, &p, sizeof(T));
-    return *std::launder(reinterpret_cast<T *>(b));
+    union bytes {
+        void *p;
+        T t;
+        explicit bytes(void *q) noexcept : p(q) {}
+    } u(p);
+    return u.t;
 }
 
 /* The task function of a call that fits in its void * argument and whose
@@ -219,16 +226,29 @@ template <class Call, class R>
 void *small_task(void *arg)
 {
     Call c = from_pointer<Call>(arg);
-    try {
+    if constexpr (Call::nothrow) {
+        /* Nothing to catch, so no frame of ours stays below the call: the
+         * compiler makes it a tail call, and the task's frames are the C
+         * ones. The catch's frame is what a call that may throw pays, one
+         * frame per task (docs/cpp.md, Cost). */
         if constexpr (std::is_void_v<R>) {
             c();
             return nullptr;
         } else {
             return to_pointer<R>(c());
         }
-    } catch (...) {
-        fail_current();
-        return nullptr;
+    } else {
+        try {
+            if constexpr (std::is_void_v<R>) {
+                c();
+                return nullptr;
+            } else {
+                return to_pointer<R>(c());
+            }
+        } catch (...) {
+            fail_current();
+            return nullptr;
+        }
     }
 }
 

@@ -103,6 +103,46 @@ static long fib_fixed(long n)
     return a.get() + b;
 }
 
+/* The same with noexcept calls: their tasks run with no catch (sf.hpp,
+ * small_task), the same results and counts. */
+static long fib_spawn_nx(long n) noexcept
+{
+    if (n < 2)
+        return n;
+    auto a = sf::spawn([n]() noexcept { return fib_spawn_nx(n - 1); });
+    long b = fib_spawn_nx(n - 2);
+    return a.get() + b;
+}
+
+static long fib_task_nx(long n) noexcept
+{
+    if (n < 2)
+        return n;
+    sf::task t([n]() noexcept { return fib_task_nx(n - 1); });
+    long b = fib_task_nx(n - 2);
+    return t.get() + b;
+}
+
+static long fib_fixed_nx(long n) noexcept
+{
+    if (n < 2)
+        return n;
+    auto a = sf::spawn<fib_fixed_nx>(n - 1);
+    long b = fib_fixed_nx(n - 2);
+    return a.get() + b;
+}
+
+/* Which calls take the path without a catch: noexcept ones alone. */
+static void nx_probe() noexcept {}
+static void probe() {}
+static auto plain_lambda = [] {};
+static auto nx_lambda = []() noexcept {};
+static_assert(!sf::detail::call<decltype(plain_lambda)>::nothrow, "a plain lambda may throw");
+static_assert(sf::detail::call<decltype(nx_lambda)>::nothrow, "a noexcept lambda cannot");
+static_assert(sf::detail::call<sf::detail::fn_constant<nx_probe>>::nothrow, "spawn<noexcept fn>");
+static_assert(!sf::detail::call<sf::detail::fn_constant<probe>>::nothrow, "spawn<fn> may throw");
+static_assert(sf::detail::call<long (*)(long) noexcept, long>::nothrow, "noexcept pointer");
+
 static void check_fib(int threads, long (*fib)(long))
 {
     env_threads(threads);
@@ -131,6 +171,14 @@ END_TEST
 START_TEST(fib_task_4) { check_fib(4, fib_task); }
 END_TEST
 START_TEST(fib_fixed_function_2) { check_fib(2, fib_fixed); }
+END_TEST
+START_TEST(fib_noexcept_1) { check_fib(1, fib_spawn_nx); }
+END_TEST
+START_TEST(fib_noexcept_4) { check_fib(4, fib_spawn_nx); }
+END_TEST
+START_TEST(fib_task_noexcept_2) { check_fib(2, fib_task_nx); }
+END_TEST
+START_TEST(fib_fixed_noexcept_2) { check_fib(2, fib_fixed_nx); }
 END_TEST
 
 /* ---- callables ------------------------------------------------------------- */
@@ -682,6 +730,10 @@ static Suite *cpp_suite()
     tcase_add_test(tc, fib_task_1);
     tcase_add_test(tc, fib_task_2);
     tcase_add_test(tc, fib_task_4);
+    tcase_add_test(tc, fib_noexcept_1);
+    tcase_add_test(tc, fib_noexcept_4);
+    tcase_add_test(tc, fib_task_noexcept_2);
+    tcase_add_test(tc, fib_fixed_noexcept_2);
     tcase_add_test(tc, fib_fixed_function_2);
     tcase_add_test(tc, callables_and_arguments);
     tcase_add_test(tc, capture_by_reference);

@@ -6,10 +6,11 @@
  *         fib by sf::spawn, one RESULT line as bench_sf prints (runtime
  *         libsf-cpp; common.h): what callgrind-run counts.
  *     bench_sfcpp compare threads=N [n=30] [reps=7]
- *         in one process, reps rounds of four fibs - sf_do (bench_sf's),
- *         sf::spawn, sf_task (bench_sftask's), sf::task - one after the
- *         other, then one COMPARE line: each one's median seconds and the
- *         ratio of each C++ median to its C one (1.00: no cost).
+ *         in one process, reps rounds of five fibs - sf_do (bench_sf's),
+ *         sf::spawn, sf::spawn of a noexcept lambda, sf_task
+ *         (bench_sftask's), sf::task - one after the other, then one
+ *         COMPARE line: each one's median seconds and the ratio of each C++
+ *         median to its C one (1.00: no cost).
  *
  * The C functions here are bench_sf.c's fib, so the pairs differ in the API
  * alone. Exit status as common.h: 2 on a wrong result, 64 on bad usage.
@@ -24,7 +25,7 @@
 
 #include "sf.hpp"
 
-/* ---- the four fibs ------------------------------------------------------- */
+/* ---- the five fibs ------------------------------------------------------- */
 
 __attribute__((noinline)) static void *fib_c(void *arg)
 {
@@ -58,6 +59,18 @@ __attribute__((noinline)) static long fib_spawn(long n)
         return n;
     auto a = sf::spawn([n] { return fib_spawn(n - 1); });
     long b = fib_spawn(n - 2);
+    return a.get() + b;
+}
+
+/* The same with a noexcept lambda: its task needs no catch (sf.hpp,
+ * small_task), so its frames are the C version's. A throw in it - spawn's
+ * ENOMEM - would terminate. */
+__attribute__((noinline)) static long fib_spawn_nx(long n) noexcept
+{
+    if (n < 2)
+        return n;
+    auto a = sf::spawn([n]() noexcept { return fib_spawn_nx(n - 1); });
+    long b = fib_spawn_nx(n - 2);
     return a.get() + b;
 }
 
@@ -122,13 +135,14 @@ static int compare(int argc, char **argv)
     }
     start(threads);
     uint64_t want = bench_fib_expect(n);
-    std::vector<double> t[4];
+    std::vector<double> t[5];
     for (long r = 0; r < reps; r++) {
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) {
             double t0 = bench_now();
             uint64_t got = k == 0   ? (uint64_t)(intptr_t)fib_c((void *)(intptr_t)n)
                            : k == 1 ? (uint64_t)fib_spawn(n)
-                           : k == 2 ? (uint64_t)(intptr_t)fib_ctask((void *)(intptr_t)n)
+                           : k == 2 ? (uint64_t)fib_spawn_nx(n)
+                           : k == 3 ? (uint64_t)(intptr_t)fib_ctask((void *)(intptr_t)n)
                                     : (uint64_t)fib_task(n);
             t[k].push_back(bench_now() - t0);
             if (got != want) {
@@ -138,12 +152,14 @@ static int compare(int argc, char **argv)
             }
         }
     }
-    double m[4];
-    for (int k = 0; k < 4; k++)
+    double m[5];
+    for (int k = 0; k < 5; k++)
         m[k] = median(t[k]);
     std::printf("COMPARE\tthreads=%d\tn=%ld\treps=%ld\tsf_do_s=%.6f\tspawn_s=%.6f\tspawn_ratio=%.3f"
+                "\tspawn_noexcept_s=%.6f\tspawn_noexcept_ratio=%.3f"
                 "\tsf_task_s=%.6f\ttask_s=%.6f\ttask_ratio=%.3f\n",
-                threads, n, reps, m[0], m[1], m[1] / m[0], m[2], m[3], m[3] / m[2]);
+                threads, n, reps, m[0], m[1], m[1] / m[0], m[2], m[2] / m[0], m[3], m[4],
+                m[4] / m[3]);
     sf_shutdown();
     return 0;
 }
