@@ -135,10 +135,16 @@ static long fib_fixed_nx(long n) noexcept
 /* Which calls take the path without a catch: noexcept ones alone. */
 static void nx_probe() noexcept {}
 static void probe() {}
-static auto plain_lambda = [] {};
-static auto nx_lambda = []() noexcept {};
-static_assert(!sf::detail::call<decltype(plain_lambda)>::nothrow, "a plain lambda may throw");
-static_assert(sf::detail::call<decltype(nx_lambda)>::nothrow, "a noexcept lambda cannot");
+/* Functors stand in for lambdas: C++17 has no lambda in an unevaluated
+ * operand, and the trait reads only the call operator's noexcept. */
+struct plain_call {
+    void operator()() {}
+};
+struct nx_call {
+    void operator()() noexcept {}
+};
+static_assert(!sf::detail::call<plain_call>::nothrow, "a call that may throw");
+static_assert(sf::detail::call<nx_call>::nothrow, "a noexcept call");
 static_assert(sf::detail::call<sf::detail::fn_constant<nx_probe>>::nothrow, "spawn<noexcept fn>");
 static_assert(!sf::detail::call<sf::detail::fn_constant<probe>>::nothrow, "spawn<fn> may throw");
 static_assert(sf::detail::call<long (*)(long) noexcept, long>::nothrow, "noexcept pointer");
