@@ -78,6 +78,7 @@ static struct {
 static void *watch_main(void *arg)
 {
     (void)arg;
+    sf__thread_name("sf-shutdown", -1); /* docs/threads.md */
     /* Acquire: pairs with the store in sf__lifecycle_sweeper (the pointer
      * is all it publishes; whoever started us read it non-NULL). */
     void (*sweep)(void **, const struct sf__thread *, uint64_t, bool) =

@@ -129,11 +129,20 @@ static void start_searching(void)
     atomic_fetch_add_explicit(&sf__pool.searching, 1, memory_order_relaxed);
 }
 
+/* A worker registered, before it runs a task or counts as started: its
+ * name (docs/threads.md). */
+static void worker_start(struct sf__thread *me)
+{
+    sf__thread_name("sf-worker-", me->id);
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
     sf__call_begin_for_life();
     struct sf__thread *me = sf__thread_register(true, sf__pool.stack_size);
+    if (me != NULL)
+        worker_start(me);
     /* Release: sf__pool_start reads the counts (acquire) before it reports
      * the pool. */
     if (me == NULL) /* no struct: this worker never runs, the rest still do */
