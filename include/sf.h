@@ -16,7 +16,8 @@
  * none is async-signal-safe. sf_shutdown() is for when no other thread calls
  * libsf any more.
  * Concepts (scheduling, waiting, loops, batches, failures, tasks in caller
- * storage, tracing, statistics, the debug build, lifecycle, limits): docs/.
+ * storage, tracing, statistics, the debug build, lifecycle, limits, the
+ * threads libsf starts): docs/.
  */
 #ifndef SF_H
 #define SF_H
@@ -75,6 +76,15 @@ typedef struct sf_config {
     size_t stack_size;
     /* enum sf_stats_mode: print the per-thread table on stderr at sf_shutdown(). */
     int stats;
+    /* Called once on each pool worker before it runs any task, with its
+     * sf_thread_index() and ctx: to set flush-to-zero, priority or affinity.
+     * Not on other threads (the caller of sf_init() included). sf_init()
+     * returns after every call has returned. It may call libsf, but sf_init()
+     * fails with EBUSY and sf_shutdown() is refused; it must not wait for what
+     * follows sf_init(). NULL: none (docs/threads.md). */
+    void (*on_thread_start)(int index, void *ctx);
+    /* Passed to on_thread_start. */
+    void *ctx;
 } sf_config;
 
 /* Starts the runtime, reading the environment once. Optional: the first call
@@ -83,9 +93,10 @@ typedef struct sf_config {
  * which is then not read. Workers that cannot be created do not fail it: it
  * runs with those it got, down to none, and says so in one stderr line.
  * Returns 0, or -1 with errno: EINVAL (a cfg field out of range; nothing is
- * started), EBUSY (running already, or stopping: called from a task that
- * sf_shutdown() runs), EAGAIN (no thread-specific data key left), ENOMEM, or
- * open(2)'s error (ENOENT, EACCES, ...) for cfg->trace_file. */
+ * started), EBUSY (running already, an on_thread_start hook included, or
+ * stopping: called from a task that sf_shutdown() runs), EAGAIN (no
+ * thread-specific data key left), ENOMEM, or open(2)'s error (ENOENT,
+ * EACCES, ...) for cfg->trace_file. */
 SF_EXPORT int sf_init(const sf_config *cfg);
 
 /* Stops the runtime: runs every pending sf_do() and sf_batch_do() task, reports

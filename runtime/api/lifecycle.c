@@ -79,6 +79,7 @@ static struct {
 static void *watch_main(void *arg)
 {
     (void)arg;
+    sf__thread_name("sf-shutdown", -1); /* docs/threads.md */
     /* Acquire: pairs with the store in sf__lifecycle_sweeper (the pointer
      * is all it publishes; whoever started us read it non-NULL). */
     void (*sweep)(void **, const struct sf__thread *, uint64_t, bool) =
@@ -269,7 +270,7 @@ static int start_runtime(struct sf__cfg *c)
     threads_cfg = c->threads;
     sf__hang_start(c->hang_s); /* before any worker exists (hang.h) */
     stats_cfg = c->stats;
-    sf__pool_configure(c->threads - 1, c->stack_size);
+    sf__pool_configure(c->threads - 1, c->stack_size, c->on_thread_start, c->ctx);
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
      * configuration above. */
     atomic_store_explicit(&state, SF__UP, memory_order_release);
@@ -304,6 +305,14 @@ SF_EXPORT int sf_init(const sf_config *cfg)
     struct sf__cfg c;
     if (sf__config_resolve(cfg, &c) != 0)
         return -1;
+    if (sf__call_inside()) {
+        /* A task, a hook: the runtime is up or stopping. Said without taking
+         * `life`, which a start that waits for its workers' start hooks
+         * holds (pool.c, worker_start). */
+        free(c.trace_file);
+        errno = EBUSY;
+        return -1;
+    }
     sf__lock(&life);
     int rc;
     /* Relaxed: state is written only under `life`, which we hold. */
@@ -466,7 +475,9 @@ static void check_never_got(struct sf__thread *t, const char *name)
 static long refuse_reentrant(const char *name)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me != NULL && (sf__sched(me)->cur != NULL || me->is_worker)) {
+    if (sf__pool_in_start_hook()) {
+        fprintf(stderr, "libsf: %s() called from an on_thread_start hook; ignored\n", name);
+    } else if (me != NULL && (sf__sched(me)->cur != NULL || me->is_worker)) {
         fprintf(stderr, "libsf: %s() called from inside a task; ignored\n", name);
     } else if (sf__failure_in_hook()) {
         fprintf(stderr, "libsf: %s() called from an unhandled-failure hook; ignored\n", name);

@@ -7,6 +7,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -117,6 +118,18 @@ void sf__stack_bounds(uintptr_t *lo, size_t *size)
     }
     *lo = (uintptr_t)addr;
     *size = n;
+}
+
+void sf__thread_name(const char *prefix, int index)
+{
+    char name[16]; /* the kernel's TASK_COMM_LEN: 15 bytes and the NUL */
+    if (index < 0)
+        snprintf(name, sizeof name, "%s", prefix);
+    else
+        snprintf(name, sizeof name, "%s%d", prefix, index);
+    int saved = errno;
+    (void)pthread_setname_np(pthread_self(), name); /* a name is a courtesy: errors ignored */
+    errno = saved;
 }
 
 uint64_t sf__now_ns(void)

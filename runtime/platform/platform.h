@@ -96,6 +96,10 @@ static inline uint32_t *sf__futex_low_half(_Atomic uint64_t *word)
  * down on every architecture libsf runs on). 0 and 0 when unknown. */
 void sf__stack_bounds(uintptr_t *lo, size_t *size);
 
+/* Names the calling thread `prefix` followed by index (none if index < 0),
+ * cut to the 15 bytes Linux keeps (ps, top, gdb and perf show it). */
+void sf__thread_name(const char *prefix, int index);
+
 /* Monotonic nanoseconds. */
 uint64_t sf__now_ns(void);
 /* The sf__now_ns time `seconds` (>= 0, not NaN) from now; UINT64_MAX (no

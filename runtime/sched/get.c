@@ -204,6 +204,7 @@ static void *fresh_main(void *arg)
     if (me == NULL) {
         fr->err = errno != 0 ? errno : ENOMEM;
     } else {
+        sf__thread_name("sf-fresh-", me->id); /* docs/threads.md */
         errno = 0;
         (void)sf__get_slow(me, fr->f, fr->isolated);
         int e = errno;
