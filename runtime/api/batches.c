@@ -123,6 +123,7 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
         uint64_t now = timed ? sf__now_ns() : 0;
         if (timed && now >= deadline_ns) {
             SF__BUMP(sf__sched(me)->c_timeouts);
+            SF__TRACE(me, BATCH_TIMEOUT, 0, 0);
             errno = ETIMEDOUT;
             return -1;
         }

@@ -246,9 +246,9 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
     while (!atomic_load_explicit(&fr.over, memory_order_relaxed)) {
         if (sf__park_any(me) && sf__park_resume_ready(me, NULL))
             continue;
-        uint64_t began = sf__sleep_begin();
+        uint64_t began = sf__nap_begin(me);
         sf__futex_wait(&fr.over, 0, sf__park_any(me) ? SF__PARKED_NAP_NS : 0);
-        sf__sleep_end(me, began);
+        sf__nap_end(me, began);
     }
     pthread_join(t, NULL);
     end_wait(me, outer);

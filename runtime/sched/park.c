@@ -458,7 +458,7 @@ bool sf__park_resume_ready(struct sf__thread *me, sf_future *f)
 }
 
 /* Sleeps until f is DONE or nap_ns pass: get.c's sleep without a get's
- * bookkeeping (a drain is no get), timed as a sleep (thread.h). */
+ * bookkeeping (a drain is no get), a nap (trace.h). */
 static void nap_on(struct sf__thread *me, sf_future *f, long nap_ns)
 {
     /* Relaxed: the heavy fence orders the increment before the state's
@@ -467,9 +467,9 @@ static void nap_on(struct sf__thread *me, sf_future *f, long nap_ns)
     sf__fence_heavy();
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
     if (sf__status(s) != SF__DONE) {
-        uint64_t began = sf__sleep_begin();
+        uint64_t began = sf__nap_begin(me);
         sf__futex_wait(sf__future_futex(f), (uint32_t)s, nap_ns);
-        sf__sleep_end(me, began);
+        sf__nap_end(me, began);
     }
     atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
 }
@@ -504,9 +504,9 @@ static void nap_for_parked(struct sf__thread *me)
         }
     }
     struct timespec ts = {0, 100000L};
-    uint64_t began = sf__sleep_begin();
+    uint64_t began = sf__nap_begin(me);
     nanosleep(&ts, NULL);
-    sf__sleep_end(me, began);
+    sf__nap_end(me, began);
 }
 
 void sf__park_wait_local(struct sf__thread *me, sf_future *f)
