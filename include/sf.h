@@ -465,10 +465,14 @@ typedef struct sf_thread_stats {
     uint64_t fresh_stacks;   /* its gets that moved to a fresh stack */
     uint64_t parks;          /* its stacks' parks (sf_stats.parks) */
     uint64_t resumes;        /* ... and resumes */
-    uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included */
+    uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included,
+                              * less its sleeps in them (asleep_ns) */
     uint64_t avg_task_ns;    /* busy_ns / executed (0 if none) */
     uint64_t timeouts;       /* its timed waits that returned ETIMEDOUT (sf_stats.timeouts) */
     uint64_t promises;       /* promises it made (sf_promise) */
+    uint64_t asleep_ns;      /* time asleep in its gets' and waits' sleeps, in tasks or not */
+    uint64_t cpu_ns;         /* CPU time of its thread since it registered (its own code's
+                              * too), and of the earlier threads of this id */
 } sf_thread_stats;
 
 /* Fills rows[0 .. min(n, max) - 1] in id order and returns n, the number of

@@ -156,7 +156,8 @@ static void watch_end(void)
 
 /* A thread that used libsf exits: nobody will answer a request for its
  * private tasks any more, so make them all public now (blocked getters and
- * idle workers can then help with them), and write its trace lines. */
+ * idle workers can then help with them), write its trace lines, and add
+ * its CPU time to its row. */
 static void on_thread_exit(struct sf__thread *t)
 {
 #ifdef SF_DEBUG
@@ -175,6 +176,8 @@ static void on_thread_exit(struct sf__thread *t)
     /* No fiber of it is parked (an outermost call drains them before it
      * returns, park.c): their stacks go with it. */
     sf__park_release(t);
+    /* Its CPU time stays in its row, read from its clock until now. */
+    sf__thread_cpu_stop(t);
     /* Nobody asks this thread for a message any more (sf.h). */
     free(sf__entry(t)->task_msg);
     sf__entry(t)->task_msg = NULL;
