@@ -27,16 +27,8 @@ static void start(int i)
     ck_assert_int_eq(sf_init(NULL), 0);
 }
 
-/* Sanitizers and the debug build are slower: fewer, still many. */
-static long scale(long n)
-{
-#if TU_SANITIZED
-    return n / 20;
-#else
-    const char *d = getenv("SF_TEST_DEBUG_BUILD");
-    return d != NULL && *d == '1' ? n / 4 : n;
-#endif
-}
+/* Sanitizers are slower: fewer, still many. */
+static long scale(long n) { return TU_SANITIZED ? n / 20 : n; }
 
 static long max_rss_kib(void)
 {
