@@ -155,9 +155,11 @@ void sf__after_dep_done(struct sf__after *a)
 void sf__after_inline_done(sf_future *f, uint64_t done)
 {
     sf__futex_wake(sf__future_futex(f), INT_MAX);
-    /* Acquire: pairs with a maker's release raise of waiters, which the
-     * caller's load read; its push, before the raise, is then visible. */
-    atomic_thread_fence(memory_order_acquire);
+    /* Acquire: the caller's load read a maker's release raise of waiters
+     * (or a later read-modify-write of it, in its release sequence); this
+     * reads as late, so that maker's push, before its raise, is visible
+     * below. A load, not a fence: ThreadSanitizer sees it. */
+    (void)atomic_load_explicit(&f->waiters, memory_order_acquire);
     uintptr_t h = atomic_load_explicit(sf__future_watch(f), memory_order_relaxed);
     if (h != 0 && !is_mark(h))
         sf__after_fire(sf__after_close(f, done));
