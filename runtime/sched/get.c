@@ -674,6 +674,12 @@ static bool help(struct sf__thread *me, struct slow_get *w)
         if (!ready_only && !w->may_help)
             return false;
     }
+    /* Plain code runs a ready continuation on its own stack, as its
+     * outermost task: a fiber would cost a context, and under
+     * ThreadSanitizer a fiber of its own, per continuation. Inside a task,
+     * on a fiber as any help (park.c). */
+    if (ready_only && sf__sched(me)->cur == NULL)
+        return sf__get_run_ready(me);
     struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
     if (fb == NULL)
         return false;
@@ -752,8 +758,10 @@ static int get_loop(struct sf__thread *me, sf_future *f, bool isolated)
                 continue;
             break;
         }
-        if (st == SF__WAITING && (s & SF__CANCEL) && sf__stack_room(me) &&
-            sf__after_claim(f, &s)) {
+        /* Plain code (no task here) runs it as its outermost task, on its
+         * own stack; a task, when the stack has room. */
+        if (st == SF__WAITING && (s & SF__CANCEL) &&
+            (sf__sched(me)->cur == NULL || sf__stack_room(me)) && sf__after_claim(f, &s)) {
             /* A ready continuation: run here, as a get runs its own task
              * nobody started (after.h). */
             SF__TRACE(me, STEAL, s, sf__tag_thread(s));
