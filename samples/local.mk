@@ -64,6 +64,16 @@ samples_stream_SOURCES = samples/stream.c
 samples_stream_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples
 samples_stream_LDADD = samples/audio/libsfaudio.la
 
+# jack: a JACK client whose process callback never waits, the filter a
+# graph of continuations per period (docs/pipelines.md); built when
+# configure found libjack.
+if SF_JACK
+noinst_PROGRAMS += samples/jack
+samples_jack_SOURCES = samples/jack.c
+samples_jack_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples $(JACK_CFLAGS)
+samples_jack_LDADD = samples/audio/libsfaudio.la $(JACK_LIBS) -lm
+endif
+
 # make check: the FFT against FFTW (its cases SKIP without FFTW) and a direct
 # DFT; TAP from the program itself.
 check_PROGRAMS += samples/audio/test_fft
@@ -95,4 +105,11 @@ EXTRA_DIST += samples/test-audio.sh
 # hostile inputs and the errors; 10,000 blocks through 4 threads.
 TESTS += samples/test-stream.sh
 EXTRA_DIST += samples/test-stream.sh
+
+# jack: a private jackd (dummy driver) and the generator feeding two
+# clients (SF_THREADS=1 mono, SF_THREADS=4 stereo); every block in time
+# bit-identical to --offline, every late one to --offline --dry, no xrun of
+# theirs. SKIP, said so, without JACK.
+TESTS += samples/test-jack.sh
+EXTRA_DIST += samples/test-jack.sh
 endif

@@ -14,12 +14,15 @@
  *    reads the input in blocks of FRAMES frames (-b, a power of two from 16
  *    to 16384; 1024 by default) and completes each block's promise
  *    (sf_promise_set) with the block;
- *  - per block, two lazy futures (sf_do): `spectrum` gets the promises of
- *    the block and of the one before, and transforms the two (2 * FRAMES
- *    points, samples/audio/fft.h) times the filter's spectrum; `output` gets
- *    `spectrum` (sf_get_isolated: below) and transforms it back
- *    (overlap-save: the second half is the block filtered). Nothing runs until the main thread's first get, which
- *    submits them; each task checks sf_cancelled() before each transform;
+ *  - per block, two continuations (sf_do_after): `spectrum` runs once the
+ *    promises of the block and of the one before are done, and transforms
+ *    the two (2 * FRAMES points, samples/audio/fft.h) times the filter's
+ *    spectrum; `output` runs once `spectrum` is done and transforms it back
+ *    (overlap-save: the second half is the block filtered). They run on the
+ *    pool, nobody's get holding a thread for them; each checks
+ *    sf_cancelled() before each transform. The main thread makes them when
+ *    it first waits with time left: then for every block made so far (as a
+ *    first get submits every queued task);
  *  - at most IN_FLIGHT (8) blocks are in flight: the main thread makes a
  *    block's promise and pipeline only while fewer than 8 are unwritten, and
  *    the reader reads only blocks whose promise exists, so it is never more
@@ -30,12 +33,12 @@
  *    rate, FRAMES / rate). A block not done by then is late: sf_cancel() of
  *    both its futures, and the dry block (the input delayed by the filter's
  *    delay, so it lines up) is written instead. sf_wait_for() runs no task
- *    itself: it offers the block to the pool, whose workers compute it
- *    while the main thread sleeps. At SF_THREADS=1 there is no pool: the
- *    main thread computes the block with sf_wait(), and a block that ends
- *    past its deadline is late too. A block the main thread reaches after
- *    its deadline (--deadline-ms 0) is late unless done already, and then
- *    its lazy pipeline never runs at all.
+ *    itself: the pool's workers compute the block while the main thread
+ *    sleeps. At SF_THREADS=1 there is no pool: the main thread's sf_wait()
+ *    runs the continuations, and a block that ends past its deadline is
+ *    late too. A block the main thread reaches after its deadline
+ *    (--deadline-ms 0) is late unless done already; with no wait that had
+ *    time left, no block's continuations were ever made.
  *
  * The filter: a linear-phase low-pass FIR at an eighth of the sample rate,
  * FRAMES / 2 + 1 taps (a Blackman-windowed sinc, unit gain at 0 Hz), so its
@@ -95,7 +98,7 @@ typedef struct blk {
     struct blk *next;  /* the main thread's list, oldest first */
     struct blk *queue; /* the reader's queue */
     sf_future *in;     /* the promise, set by the reader to this blk */
-    sf_future *spec, *out;
+    sf_future *spec, *out; /* the continuations, NULL until made */
     fft_cplx *x;       /* B frames (left + i right), zeros past n */
     fft_cplx *seg;     /* 2B: x of k - 1, then x of k */
     fft_cplx *spec_buf; /* 2B: its transform times the filter's */
@@ -184,8 +187,8 @@ static void *reader(void *arg)
     return NULL;
 }
 
-/* The first stage: the promises of this block and the one before, then the
- * forward transform of both times the filter's. Returns spec_buf. */
+/* The first stage, once the promises of this block and the one before are
+ * done: the forward transform of both times the filter's. Returns spec_buf. */
 static void *spectrum_task(void *arg)
 {
     blk *b = arg;
@@ -193,8 +196,7 @@ static void *spectrum_task(void *arg)
     const size_t B = s->B;
     if (sf_cancelled())
         return NULL;
-    /* Gets of promises: if the reader has not reached them, this task's
-     * thread helps with other work and then sleeps until it has. */
+    /* Its dependencies are done: these gets return at once. */
     if (sf_get(b->in) == NULL) {
         sf_fail(errno, "block %zu: its input: %s", b->k, sf_error_message(b->in));
         return NULL;
@@ -215,7 +217,8 @@ static void *spectrum_task(void *arg)
     return b->spec_buf;
 }
 
-/* The second stage: the inverse transform. Returns the filtered block. */
+/* The second stage, once `spectrum` is done: the inverse transform.
+ * Returns the filtered block. */
 static void *output_task(void *arg)
 {
     blk *b = arg;
@@ -223,11 +226,7 @@ static void *output_task(void *arg)
     if (sf_cancelled())
         return NULL;
     errno = 0;
-    /* Isolated: a get that found `spectrum` running elsewhere could help
-     * with another block's stage, which may wait for input not read yet;
-     * the block would then be late by that stage. An isolated get helps
-     * with this block's own work only, so its lateness is this block's. */
-    fft_cplx *spec = sf_get_isolated(b->spec);
+    fft_cplx *spec = sf_get(b->spec); /* done: returns at once */
     if (spec == NULL) {
         /* Cancelled with this block's pipeline: stop as asked. */
         if (errno != ECANCELED && !sf_cancelled())
@@ -281,18 +280,32 @@ static blk *blk_new(stream *s, size_t k, blk *prev)
     b->spec_buf = malloc(2 * B * sizeof *b->spec_buf);
     b->y = malloc(2 * B * sizeof *b->y);
     if (b->x != NULL && b->seg != NULL && b->spec_buf != NULL && b->y != NULL &&
-        (b->in = sf_promise()) != NULL && (b->spec = sf_do(spectrum_task, b)) != NULL &&
-        (b->out = sf_do(output_task, b)) != NULL)
+        (b->in = sf_promise()) != NULL)
         return b;
-    /* Released before they started: they never run. */
-    sf_release(b->spec);
-    sf_release(b->in);
     free(b->x);
     free(b->seg);
     free(b->spec_buf);
     free(b->y);
     free(b);
     return NULL;
+}
+
+/* The block's continuations: `spectrum` after its promise and the previous
+ * block's, `output` after `spectrum`. Returns 0, or -1 with errno. */
+static int blk_graph(blk *b)
+{
+    sf_future *deps[2] = {b->in, b->prev != NULL ? b->prev->in : NULL};
+    b->spec = sf_do_after(deps, b->prev != NULL ? 2 : 1, spectrum_task, b);
+    if (b->spec == NULL)
+        return -1;
+    b->out = sf_do_after(&b->spec, 1, output_task, b);
+    if (b->out == NULL) {
+        int e = errno;
+        sf_cancel(b->spec); /* it never runs if it has not started */
+        errno = e;
+        return -1;
+    }
+    return 0;
 }
 
 static void blk_free(blk *b)
@@ -307,10 +320,20 @@ static void blk_free(blk *b)
     free(b);
 }
 
-/* Done: nothing of b's pipeline runs or will run. */
+/* Done: nothing of b's pipeline runs or will run (none made: none will be
+ * once b is written). */
 static int pipeline_done(const blk *b)
 {
-    return sf_is_done(b->out) == 1 && sf_is_done(b->spec) == 1;
+    return (b->out == NULL || sf_is_done(b->out) == 1) &&
+           (b->spec == NULL || sf_is_done(b->spec) == 1);
+}
+
+static void pipeline_cancel(blk *b)
+{
+    if (b->out != NULL)
+        sf_cancel(b->out);
+    if (b->spec != NULL)
+        sf_cancel(b->spec);
 }
 
 static void usage(FILE *to)
@@ -498,18 +521,30 @@ int main(int argc, char **argv)
         const double deadline = b->arrival + budget;
         const double left = deadline - now();
         void *y = NULL;
+        int rc = 0;
+        /* Time left: the continuations of every block made so far that has
+         * none (this one's first), as a first get submits every queued
+         * task: the pool computes later blocks while this one is waited
+         * for. */
+        for (blk *m = b; left > 0 && rc == 0 && m != NULL; m = m->next)
+            if (m->out == NULL && blk_graph(m) != 0)
+                rc = errno;
+        if (rc != 0) {
+            fprintf(stderr, "stream: block %zu: %s\n", b->k, strerror(rc));
+            status = 1;
+            break;
+        }
         /* Past its deadline already (a slow block before it, or
          * --deadline-ms 0): only a block done now is in time. */
-        int rc = left <= 0 ? (sf_is_done(b->out) == 1 ? sf_wait(b->out, &y) : ETIMEDOUT)
-                 : have_pool ? sf_wait_for(b->out, &y, left)
-                             : sf_wait(b->out, &y);
+        rc = left <= 0 ? (b->out != NULL && sf_is_done(b->out) == 1 ? sf_wait(b->out, &y) : ETIMEDOUT)
+             : have_pool ? sf_wait_for(b->out, &y, left)
+                         : sf_wait(b->out, &y);
         const double settled = now();
         if (rc == 0 && !have_pool && settled > deadline)
             rc = ETIMEDOUT; /* computed here, but too late */
         if (rc == ETIMEDOUT) {
             /* Late: stop its pipeline; what runs of it checks sf_cancelled(). */
-            sf_cancel(b->out);
-            sf_cancel(b->spec);
+            pipeline_cancel(b);
             late++;
             y = NULL;
         } else if (rc != 0) {
@@ -544,18 +579,18 @@ int main(int argc, char **argv)
     /* Whatever was made and not written: cancel it; let the reader serve
      * its queue (every promise completed) and exit; then wait out every
      * pipeline before its buffers go. */
-    for (blk *b = cur; b != NULL; b = b->next) {
-        sf_cancel(b->out);
-        sf_cancel(b->spec);
-    }
+    for (blk *b = cur; b != NULL; b = b->next)
+        pipeline_cancel(b);
     pthread_mutex_lock(&s.m);
     s.stop = 1;
     pthread_cond_broadcast(&s.c);
     pthread_mutex_unlock(&s.m);
     pthread_join(rt, NULL);
     for (blk *b = oldest; b != NULL; b = b->next) {
-        sf_wait(b->out, NULL);
-        sf_wait(b->spec, NULL);
+        if (b->out != NULL)
+            sf_wait(b->out, NULL);
+        if (b->spec != NULL)
+            sf_wait(b->spec, NULL);
     }
     while (oldest != NULL) {
         blk *o = oldest;

@@ -6,7 +6,8 @@
 #     ./fib 30
 #
 # The audio examples (sfpiece, reverb, granular, stream) also need libsndfile
-# (apt-get install libsndfile1-dev): `make audio`. If libsf is installed
+# (apt-get install libsndfile1-dev): `make audio`; the JACK client needs
+# libjack as well (apt-get install libjack-jackd2-dev): `make jack`. If libsf is installed
 # under a prefix the linker does not search, run `make` with
 # PKG_CONFIG_PATH=<libdir>/pkgconfig and RPATH=<libdir>.
 
@@ -31,7 +32,11 @@ $(audio): %: %.c $(audio_src)
 	$(CC) -std=c11 -pthread $(CFLAGS) $(SF_CFLAGS) -I. $$($(PKG_CONFIG) --cflags sndfile) \
 		-o $@ $< $(audio_src) $(LDFLAGS) $(SF_LIBS) $$($(PKG_CONFIG) --libs sndfile) -lm
 
+jack: jack.c $(audio_src)
+	$(CC) -std=c11 -pthread $(CFLAGS) $(SF_CFLAGS) -I. $$($(PKG_CONFIG) --cflags sndfile jack) \
+		-o $@ $< $(audio_src) $(LDFLAGS) $(SF_LIBS) $$($(PKG_CONFIG) --libs sndfile jack) -lm
+
 clean:
-	rm -f $(small) $(audio)
+	rm -f $(small) $(audio) jack
 
 .PHONY: all audio clean

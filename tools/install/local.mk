@@ -28,7 +28,7 @@ if SF_SAMPLES
 examplesdir = $(docdir)/examples
 examples_DATA = samples/fib.c samples/meh.c samples/nqueens_search.c \
 	samples/mandelbrot.c samples/batches.c \
-	samples/sfpiece.c samples/reverb.c samples/granular.c samples/stream.c
+	samples/sfpiece.c samples/reverb.c samples/granular.c samples/stream.c samples/jack.c
 examplesaudiodir = $(examplesdir)/audio
 examplesaudio_DATA = samples/audio/args.h \
 	samples/audio/fft.h samples/audio/fft.c \
