@@ -89,7 +89,7 @@ static int wait_for_entry(sf_future *f, void **result, uint64_t deadline_ns)
         return outcome(f, result);
     }
     /* A get: this thread's queued tasks may run elsewhere from now on. */
-    sf__get_submit(me, traced);
+    sf__get_submit_nolock(me, traced);
     int rc = sf__get_until(me, f, deadline_ns);
     if (rc == 0) {
         /* Acquire: as above. */
@@ -202,7 +202,7 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
     if (me == NULL)
         return lost(saved);
     bool traced = sf__trace_on;
-    sf__get_submit(me, traced);
+    sf__get_submit_nolock(me, traced);
     int rc = 0;
     unsigned spins = 0;
     long nap = ANY_NAP_NS / 8;
@@ -303,7 +303,7 @@ static int wait_all_entry(sf_future *const *fs, int n, uint64_t deadline_ns)
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return lost(saved);
-    sf__get_submit(me, sf__trace_on);
+    sf__get_submit_nolock(me, sf__trace_on);
     bool timed = deadline_ns != UINT64_MAX;
     if (timed)
         /* Nothing runs here (get.c, Timed gets): every task not started is
