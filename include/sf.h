@@ -16,6 +16,10 @@
  * none is async-signal-safe. sf_shutdown() is for when no other thread calls
  * libsf any more. "Real-time safe" marks the calls that allocate nothing,
  * take no lock and make no system call but a futex wake (docs/realtime.md).
+ * Memory: what a thread wrote before sf_do(), sf_batch_do(), sf_promise_set()
+ * or sf_promise_fail() is visible to the task or the getters; what a task
+ * wrote, after a get or wait that says it is done (docs/waiting.md, What a
+ * wait makes visible).
  * Concepts (scheduling, waiting, loops, batches, failures, tasks in caller
  * storage, tracing, statistics, the debug build, lifecycle, limits): docs/.
  */
@@ -154,8 +158,8 @@ SF_EXPORT void *sf_get_isolated(sf_future *f);
 
 /* Returns 1 if the future's task has finished (sf_get() would not run or wait
  * for anything), 0 if not, -1 with errno EINVAL if f is NULL or released (or
- * invalid: from before a shutdown or a fork). Never runs anything. Real-time
- * safe. */
+ * invalid: from before a shutdown or a fork). Never runs anything. A 1 makes
+ * what the task wrote visible, as a get would. Real-time safe. */
 SF_EXPORT int sf_is_done(const sf_future *f);
 
 /* Drops the caller's reference. A future released before its task started is
