@@ -131,6 +131,18 @@ SF_EXPORT long sf_shutdown_timeout(double seconds);
  * alive and this one cannot register). */
 SF_EXPORT sf_future *sf_do(void *(*fn)(void *), void *arg);
 
+/* A continuation: fn(arg) runs on the pool once every one of deps[0..n) is
+ * done - succeeded, failed or cancelled, promises included - without anyone's
+ * get. Until then it holds no thread, stack or queue slot (docs/continuations.md).
+ * n 0: runnable at once. A dep not started yet is submitted to the pool. Inside
+ * fn a get of a dep returns at once. It holds its own reference to each dep:
+ * the caller may release its handles at once (a dep not started still runs).
+ * Its future is got, waited for, cancelled (before it starts: it never runs,
+ * getters see ECANCELED) and released as sf_do()'s. Returns the future, or
+ * NULL with errno EINVAL (fn NULL, n < 0, deps NULL with n > 0, a NULL or
+ * released dep), ENOMEM or EAGAIN (as sf_do()). */
+SF_EXPORT sf_future *sf_do_after(sf_future *const *deps, int n, void *(*fn)(void *), void *arg);
+
 /* Returns fn(arg) of f's task. Submits this thread's pending tasks, runs f's
  * task here if it has not started, else helps with other work until it is done
  * (docs/waiting.md). Called from plain code (not inside a task), it helps only

@@ -559,6 +559,36 @@ template <auto Fn, class... A>
     return spawn(detail::fn_constant<Fn>{}, std::forward<A>(a)...);
 }
 
+/* The deps of a continuation: handles of futures that stay their owners'
+ * (sf::after(x, y) makes one). */
+template <std::size_t N>
+struct deps {
+    sf_future *h[N == 0 ? 1 : N];
+};
+template <class... U>
+deps<sizeof...(U)> after(const future<U> &...f) noexcept
+{
+    return {{f.native_handle()...}};
+}
+
+/*
+ * sf::do_after(sf::after(x, y), f, a...): a continuation (sf_do_after()):
+ * f(a...) runs on the pool once every dep is done - succeeded, failed or
+ * cancelled - though nobody gets it, and holds no thread until then. The
+ * deps stay their owners' futures (f may get them, if nothing else does
+ * meanwhile); libsf holds its own reference to each. f and a as for
+ * spawn(). Throws sf::error (EINVAL: an empty dep; ENOMEM, EAGAIN) or
+ * std::bad_alloc.
+ */
+template <std::size_t N, class F, class... A>
+[[nodiscard]] future<detail::result_t<F, A...>> do_after(const deps<N> &d, F &&f, A &&...a)
+{
+    sf_future *const *h = d.h;
+    return detail::launch<detail::result_t<F, A...>>::go(
+        [h](void *(*fn)(void *), void *arg) { return sf_do_after(h, (int)N, fn, arg); },
+        std::forward<F>(f), std::forward<A>(a)...);
+}
+
 /*
  * sf::task<T>: a task kept in the caller's frame (sf_task; docs/
  * caller-storage.md): no heap, nothing to release; for fork-join. Neither

@@ -164,6 +164,26 @@ static void check_fib(int threads, long (*fib)(long))
     sf_shutdown();
 }
 
+/* sf::do_after: runs once its deps are done, which it may get. */
+START_TEST(do_after_runs_after_deps)
+{
+    setenv("SF_THREADS", "2", 1);
+    ck_assert_int_eq(sf_init(nullptr), 0);
+    {
+        sf::promise<int> p;
+        auto a = sf::spawn([] { return 1; });
+        auto b = p.get_future();
+        auto c = sf::do_after(sf::after(a, b), [&] { return a.get() + b.get(); });
+        ck_assert(!c.is_done());
+        p.set_value(2);
+        ck_assert_int_eq(c.get(), 3);
+        auto none = sf::do_after(sf::deps<0>{}, [] { return std::string("ran"); });
+        ck_assert(none.get() == "ran");
+    }
+    sf_shutdown();
+}
+END_TEST
+
 START_TEST(fib_spawn_1) { check_fib(1, fib_spawn); }
 END_TEST
 START_TEST(fib_spawn_2) { check_fib(2, fib_spawn); }
@@ -763,6 +783,7 @@ static Suite *cpp_suite()
     tcase_add_test(tc, loops_1);
     tcase_add_test(tc, loops_4);
     tcase_add_test(tc, loop_exceptions);
+    tcase_add_test(tc, do_after_runs_after_deps);
     suite_add_tcase(s, tc);
     return s;
 }

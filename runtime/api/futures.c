@@ -274,6 +274,7 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
             }
             break;
         }
+        case SF__WAITING: /* a continuation: it still runs, then frees itself */
         case SF__RUNNING:
             /* Leave it to the runner, whose exchange sees the bit and frees
              * f. Release: our own earlier uses of f (gets that read val)
@@ -459,6 +460,15 @@ SF_EXPORT int sf_cancel(sf_future *f)
             }
             break;
         }
+        case SF__WAITING:
+            if (s & SF__ORPHAN) {
+                errno = EINVAL;
+                return -1;
+            }
+            /* A continuation not started: completed at once, unrun. */
+            if (SF__UNLIKELY(sf__trace_on))
+                SF__OUTERMOST("sf_cancel", int, sf_cancel(f));
+            return sf__after_cancel(sf__thread_self(), f, s);
         case SF__RUNNING:
             if (sf__is_promise(f, s)) {
                 /* No task to ask: completed at once. Traced, inside a call:

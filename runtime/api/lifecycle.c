@@ -15,6 +15,7 @@
  * runtime.
  */
 #include "api/lifecycle.h"
+#include "sched/after.h"
 #include "sched/get.h"
 
 #include <errno.h>
@@ -223,6 +224,7 @@ static void fork_child_reset(void)
     atomic_store_explicit(&watch.started, 0, memory_order_relaxed);
     sf__pool_after_fork();
     sf__batch_after_fork();
+    sf__after_reset();
     sf__cancel_after_fork();
     sf__trace_after_fork();
     sf__registry_after_fork();
@@ -383,7 +385,9 @@ SF_EXPORT int sf_thread_count(void)
  */
 static sf_future *claim_pending(struct sf__thread *me, uint64_t *claimed)
 {
-    sf_future *f = sf__pending_pop(&me->q, SF__REGION_ANY, claimed);
+    sf_future *f = sf__after_take(me, claimed);
+    if (f == NULL)
+        f = sf__pending_pop(&me->q, SF__REGION_ANY, claimed);
     for (int i = 0, nr = sf__registry_count(); f == NULL && i < nr; i++)
         f = sf__pending_steal(&sf__registry_get(i)->q, SF__STEAL_PRIVATE, SF__REGION_ANY, UINT64_MAX,
                               claimed);
@@ -420,7 +424,8 @@ static unsigned long drain(struct sf__thread *me)
         /* Relaxed: a worker is quiet once busy is 0 and nothing is pending;
          * the next loop rescans anyway, and the join in sf__pool_stop orders
          * everything the workers did before our frees. */
-        if (atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0)
+        if (atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0 &&
+            atomic_load_explicit(&sf__after_live, memory_order_relaxed) == 0)
             return n;
         /* A busy worker may be waiting for a task parked on this thread (a
          * drained task's get helped with it): it goes on here (park.c). */
@@ -573,6 +578,7 @@ static long stop(uint64_t deadline_ns, const char *name)
     }
     sf__lock(&life);
     sf__batch_free_all(); /* drained above; those never closed go now */
+    sf__after_reset();    /* drained above: every continuation was taken */
     for (int i = 0, n = sf__registry_count(); i < n; i++)
         sf__park_free(sf__registry_get(i)); /* nothing parked: every call drained */
     destroy_threads();

@@ -46,6 +46,7 @@
  */
 #include "api/promise.h"
 #include "api/lifecycle.h"
+#include "sched/after.h"
 #include "sched/get.h"
 
 #include <errno.h>
@@ -88,7 +89,7 @@ SF_EXPORT sf_future *sf_promise(void)
     __atomic_store_n(&f->val, NULL, __ATOMIC_RELAXED);
     atomic_store_explicit(&f->region, 0, memory_order_relaxed);
     uint64_t tag = (uint64_t)me->id << SF__SEQ_BITS | PROMISE_SEQ |
-                   (n & (PROMISE_SEQ - 1));
+                   (n & ((PROMISE_SEQ >> 1) - 1)); /* below a continuation's bit (after.h) */
     uint64_t s = tag << SF__TAG_SHIFT | SF__RUNNING;
     SF__ASSERT_TRANSITION(SF__FREE, s);
     SF__TRACE(me, PROMISE, s, 0);
@@ -201,14 +202,21 @@ static void complete(sf_future *p, uint64_t c, void *val, int code, char *msg)
     if (SF__UNLIKELY(sf__trace_on))
         trace_set(c, code);
     uint64_t to;
-    do
+    uintptr_t watch = 0;
+    bool closed = false;
+    do {
+        /* Continuations waiting for p: their list closed before DONE
+         * (sched/after.h). No lock, no allocation. */
+        sf__after_closing(p, c, &watch, &closed);
         to = (c & SF__ORPHAN) ? SF__FREE
                               : sf__with_status(c, SF__DONE) | (code != 0 ? SF__FAILED : 0);
     /* acq_rel: release publishes the value; acquire takes over a promise
      * that sf_release orphaned (its uses before ours). A failure rereads:
-     * only ORPHAN can have come. */
-    while (!atomic_compare_exchange_weak_explicit(&p->state, &c, to, memory_order_acq_rel,
-                                                  memory_order_relaxed));
+     * only ORPHAN or WATCHED can have come. */
+    } while (!atomic_compare_exchange_weak_explicit(&p->state, &c, to, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    if (watch != 0)
+        sf__after_fire(watch);
     if (to != SF__FREE) {
         wake(p);
         return;
@@ -293,7 +301,10 @@ static int cancel(sf_future *f, uint64_t s, bool sweep)
     if (SF__UNLIKELY(sf__trace_on))
         trace_set(c, ECANCELED);
     uint64_t to;
+    uintptr_t watch = 0;
+    bool closed = false;
     do {
+        sf__after_closing(f, c, &watch, &closed); /* as in complete() */
         /* CANCEL flips: set, the setter has called; clear, it is to come
          * and marks the promise so (above, Two owners). */
         bool came = (c & SF__CANCEL) != 0;
@@ -304,6 +315,8 @@ static int cancel(sf_future *f, uint64_t s, bool sweep)
         /* acq_rel and a relaxed reread, as in complete(). */
     } while (!atomic_compare_exchange_weak_explicit(&f->state, &c, to, memory_order_acq_rel,
                                                     memory_order_relaxed));
+    if (watch != 0)
+        sf__after_fire(watch);
     if (to == SF__FREE)
         sf__future_free_deferred(f);
     else
@@ -511,7 +524,12 @@ static bool look(struct sweep *st, const struct sf__thread *stopper)
         st->holds = h;
         st->capholds = (size_t)n;
     }
-    bool stuck = sf__threads_queued() == 0;
+    /* Queued: tasks made and not started, continuations waiting for their
+     * deps among them (after.h), which hold no thread - the walk below
+     * still finds every PENDING future. */
+    bool stuck = sf__threads_queued() <=
+                     (uint64_t)atomic_load_explicit(&sf__after_live, memory_order_relaxed) &&
+                 !sf__after_maybe_ready();
     for (int i = 0; i < n; i++) {
         struct sf__thread *t = sf__registry_get(i);
         struct sf__sched *r = sf__sched(t);
@@ -535,12 +553,22 @@ static bool look(struct sweep *st, const struct sf__thread *stopper)
     for (sf_future *f; (f = sf__futures_next(&walk, &s)) != NULL;) {
         if (sf__status(s) == SF__PENDING)
             stuck = false;
+        if (sf__status(s) == SF__WAITING) {
+            /* A continuation: ready is work to start; waiting holds no
+             * thread, and is part of the picture compared. */
+            if (s & SF__CANCEL)
+                stuck = false;
+            push(&st->cur, &st->ncur, &st->capcur, &st->lost, (struct rec){f, s, 0});
+            continue;
+        }
         if (sf__status(s) != SF__RUNNING)
             continue;
         if (sf__is_promise(f, s)) {
             push(&st->cur, &st->ncur, &st->capcur, &st->lost, (struct rec){f, s, 0});
-            /* Relaxed: a getter asleep on it, a hint (get.c, sleep_on). */
-            if (unset(f, s) && atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0)
+            /* Relaxed: a getter asleep on it, a hint (get.c, sleep_on); or
+             * continuations that wait for it (WATCHED, sched/after.h). */
+            if (unset(f, s) && ((s & SF__WATCHED) ||
+                                atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
                 push(&st->cand, &st->ncand, &st->capcand, &st->lost, (struct rec){f, s, 0});
             continue;
         }

@@ -147,6 +147,16 @@ static int scan(sf_future *const *fs, int n, const struct sf__fiber *mine, int *
     return -1;
 }
 
+/* Is one of fs[0..n) a continuation not started? Relaxed: a hint; the
+ * caller's scan looks again. */
+static bool any_waiting(sf_future *const *fs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (sf__status(atomic_load_explicit(&fs[i]->state, memory_order_relaxed)) == SF__WAITING)
+            return true;
+    return false;
+}
+
 /* Sleeps until one of fs[0..n) is DONE, deadline_ns passes, or nap_ns
  * (> 0) do (top comment: the Dekker pair with every runner). */
 static void sleep_on_any(struct sf__thread *me, sf_future *const *fs, int n,
@@ -232,6 +242,13 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
             SF__TRACE(me, GDONE, atomic_load_explicit(&f->state, memory_order_relaxed), 0);
             continue;
         }
+        /* Continuations not started (after.h): an untimed wait runs ready
+         * ones as it runs pending tasks; a timed one only when there is no
+         * worker to. Relaxed: as everywhere sf__pool.workers is read. */
+        if ((deadline_ns == UINT64_MAX ||
+             atomic_load_explicit(&sf__pool.workers, memory_order_relaxed) == 0) &&
+            any_waiting(fs, n) && sf__get_run_ready(me))
+            continue;
         if (pending >= 0 && !offered) {
             /* A deadline: nothing runs here (get.c, Timed gets); the pool
              * may take them. */

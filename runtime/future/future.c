@@ -1,10 +1,12 @@
 /*
  * future.c - the memory of futures.
  *
- * Futures are 64 bytes, one cache line, carved from 64 KiB slabs, 31 to a 2 MiB arena
+ * Futures are 64 bytes, one cache line, carved from 64 KiB slabs, 27 to a 2 MiB arena
  * mapped with mmap and aligned to its size; the arena's first 64 KiB hold
  * its header (the slabs' bookkeeping), so a future's slab is found from its
- * address alone. Each thread keeps a free list (future.h); a thread that
+ * address alone. The next 256 KiB hold a watch word for each future slot
+ * (sf__future_watch): pages that stay untouched, and cost nothing, until a
+ * continuation waits for a future there. Each thread keeps a free list (future.h); a thread that
  * frees many more than it makes spills half to the global stash, kept per
  * slab, that others refill from.
  *
@@ -55,6 +57,9 @@
 #define SLAB_FUTURES (SLAB_BYTES / sizeof(sf_future))
 #define ARENA_BYTES ((size_t)2 << 20)
 #define ARENA_SLABS (ARENA_BYTES / SLAB_BYTES) /* slab 0 is the header */
+/* Slabs 1 to 4: the watch words, one per 64-byte slot of the arena. */
+#define WATCH_SLABS (ARENA_BYTES / sizeof(sf_future) * sizeof(uintptr_t) / SLAB_BYTES)
+#define FIRST_SLAB (1 + WATCH_SLABS) /* the first slab of futures */
 
 struct slab {
     sf_future *stash;         /* its futures in the stash */
@@ -66,7 +71,7 @@ struct slab {
 
 struct arena {
     struct arena *next;
-    struct slab slab[ARENA_SLABS]; /* [0] unused: the header's own */
+    struct slab slab[ARENA_SLABS]; /* [0, FIRST_SLAB) unused: the header's own */
 };
 _Static_assert(sizeof(struct arena) <= SLAB_BYTES, "an arena's header fits its first slab");
 
@@ -81,6 +86,19 @@ static struct slab *partial; /* slabs with futures in the stash */
 static struct slab *cold;    /* slabs whose futures are all free and discarded */
 
 _Static_assert(sizeof(sf_future) == 64, "a future is 64 bytes: a cache line of its own");
+_Static_assert(FIRST_SLAB == 5, "the header and the watch words take five slabs");
+
+_Atomic uintptr_t *sf__future_watch(const sf_future *f)
+{
+    uintptr_t a = (uintptr_t)f & ~(uintptr_t)(ARENA_BYTES - 1);
+    return (_Atomic uintptr_t *)(a + SLAB_BYTES) + ((uintptr_t)f - a) / sizeof(sf_future);
+}
+
+/* The watch words of arena a, discarded: they read as zeros (no list). */
+static void discard_watch(struct arena *a)
+{
+    sf__memory_discard((char *)a + SLAB_BYTES, WATCH_SLABS * SLAB_BYTES);
+}
 
 static struct slab *slab_of(const sf_future *f)
 {
@@ -115,7 +133,7 @@ static bool arena_new(void)
     struct arena *ar = (struct arena *)a; /* fresh pages: zeros */
     ar->next = arenas;
     arenas = ar;
-    for (size_t i = ARENA_SLABS; i-- > 1;) {
+    for (size_t i = ARENA_SLABS; i-- > FIRST_SLAB;) {
         ar->slab[i].mem = a + i * SLAB_BYTES;
         ar->slab[i].cold = true;
         ar->slab[i].next = cold;
@@ -269,8 +287,8 @@ sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state)
      * arena stays valid. */
     struct arena *a = c->arena != NULL ? c->arena : arenas;
     if (c->slab == 0)
-        c->slab = 1; /* slab 0 holds the arena's header */
-    for (; a != NULL; a = a->next, c->slab = 1, c->k = 0)
+        c->slab = FIRST_SLAB; /* the slabs below hold the arena's header */
+    for (; a != NULL; a = a->next, c->slab = FIRST_SLAB, c->k = 0)
         for (; c->slab < ARENA_SLABS; c->slab++, c->k = 0) {
             if (a->slab[c->slab].cold)
                 continue;
@@ -299,8 +317,9 @@ void sf__futures_scan_end(void) { sf__unlock(&slab_lock); }
  * `cold`. Under slab_lock. */
 static void cool_arenas(struct arena *a)
 {
-    for (; a != NULL; a = a->next)
-        for (size_t i = ARENA_SLABS; i-- > 1;) {
+    for (; a != NULL; a = a->next) {
+        discard_watch(a);
+        for (size_t i = ARENA_SLABS; i-- > FIRST_SLAB;) {
             struct slab *sl = &a->slab[i];
             if (!sl->cold)
                 sf__memory_discard(sl->mem, SLAB_BYTES);
@@ -311,6 +330,7 @@ static void cool_arenas(struct arena *a)
             sl->next = cold;
             cold = sl;
         }
+    }
 }
 
 void sf__futures_free_all(void)
@@ -357,9 +377,11 @@ void sf__futures_after_fork(void)
      * first runtime like a stopped runtime's (Resting arenas). The slab
      * headers stay: the arena list is in them. */
     struct arena *last = NULL;
-    for (struct arena *a = arenas; a != NULL; last = a, a = a->next)
-        for (size_t i = 1; i < ARENA_SLABS; i++)
+    for (struct arena *a = arenas; a != NULL; last = a, a = a->next) {
+        discard_watch(a);
+        for (size_t i = FIRST_SLAB; i < ARENA_SLABS; i++)
             sf__memory_discard(a->slab[i].mem, SLAB_BYTES);
+    }
     if (last != NULL) {
         last->next = resting;
         resting = arenas;

@@ -8,7 +8,9 @@
  *
  * Flags: ORPHAN (released while it runs), CANCEL (sf_cancel asked the
  * running task to stop), FAILED (done with a failure: msg holds the message,
- * fail_code the code), SEEN (a getter saw that failure: no unhandled report).
+ * fail_code the code), SEEN (a getter saw that failure: no unhandled report),
+ * WATCHED (continuations wait for it: its completion closes its watch list
+ * first, sched/after.h).
  *
  * The tag names the push that queued this incarnation of the future: the
  * queuing thread's id in its high bits, that thread's push counter below.
@@ -36,6 +38,13 @@
  *   FREE -> RUNNING            sf_promise: a future with no task; a
  *                              promise's further states and flags are
  *                              promise.c's, outside this list
+ *   FREE -> WAITING            sf_do_after: a continuation whose deps are
+ *                              not all done; its flags while WAITING are
+ *                              after.h's (ORPHAN: released; CANCEL: ready)
+ *   WAITING -> RUNNING         its claim off the ready list, by one thread
+ *   WAITING -> DONE|FAILED|SEEN  sf_cancel before it ran (claimed first by
+ *                              WAITING|FAILED|SEEN, after.c)
+ *   RUNNING/WAITING -> +WATCHED  a continuation began to wait for it
  * (CANCEL and ORPHAN combine; the runner's completion drops both.)
  *
  * While RUNNING, runner names the fiber that runs it (run.h), which is
@@ -68,18 +77,21 @@ enum sf__status {
     SF__PENDING = 1,
     SF__RUNNING = 2,
     SF__DONE = 3,
-    SF__MOVED = 4 /* a task in caller storage whose task moved to a slab future
-                   * (moved_to); below, Tasks in caller storage */
+    SF__MOVED = 4, /* a task in caller storage whose task moved to a slab future
+                    * (moved_to); below, Tasks in caller storage */
+    SF__WAITING = 5 /* a continuation whose deps are not all done (after.h):
+                     * to getters, a task that runs elsewhere */
 };
 #define SF__STATUS_MASK UINT64_C(7)
 #define SF__ORPHAN UINT64_C(8)
 #define SF__CANCEL UINT64_C(16)
 #define SF__FAILED UINT64_C(32)
 #define SF__SEEN UINT64_C(64)
-#define SF__FLAGS (SF__ORPHAN | SF__CANCEL | SF__FAILED | SF__SEEN)
-#define SF__TAG_SHIFT 7
+#define SF__WATCHED UINT64_C(128)
+#define SF__FLAGS (SF__ORPHAN | SF__CANCEL | SF__FAILED | SF__SEEN | SF__WATCHED)
+#define SF__TAG_SHIFT 8
 /* A tag's push counter takes SF__SEQ_BITS; the thread id the bits above. */
-#define SF__SEQ_BITS 40
+#define SF__SEQ_BITS 39
 /* Thread ids the registry hands out: all a tag holds (64 - SF__TAG_SHIFT -
  * SF__SEQ_BITS bits), 131,072 live threads. */
 #define SF__MAX_THREAD_IDS (1 << 17)
@@ -193,21 +205,36 @@ static inline int sf__transition_ok(uint64_t from, uint64_t to)
     uint64_t f = sf__status(from), t = sf__status(to);
     bool same_tag = sf__tag(from) == sf__tag(to);
     switch (f) {
-    case SF__FREE: return t == SF__PENDING || t == SF__RUNNING; /* RUNNING: sf_promise */
+    case SF__FREE: /* RUNNING: sf_promise; WAITING: sf_do_after */
+        return t == SF__PENDING || t == SF__RUNNING || t == SF__WAITING;
     case SF__PENDING:
         return ((t == SF__RUNNING || t == SF__MOVED) && same_tag && !(to & SF__FLAGS)) ||
                to == SF__FREE;
     case SF__RUNNING:
         if (t == SF__DONE)
-            return same_tag && !(to & (SF__ORPHAN | SF__CANCEL)) &&
+            return same_tag && !(to & (SF__ORPHAN | SF__CANCEL | SF__WATCHED)) &&
                    (to & SF__FAILED || !(to & SF__SEEN));
         if (to == SF__FREE)
             return (from & SF__ORPHAN) != 0;
-        /* Flags only come: sf_release, sf_cancel, sf_fail, sf_cancelled. */
+        /* Flags only come: sf_release, sf_cancel, sf_fail, sf_cancelled,
+         * a continuation's watch. */
         return t == SF__RUNNING && (to & ~SF__FLAGS) == (from & ~SF__FLAGS) &&
                (to & from) == from;
     case SF__DONE: return to == SF__FREE || to == (from | SF__SEEN);
     case SF__MOVED: return t == SF__DONE && same_tag; /* its getter copies the end back */
+    case SF__WAITING:
+        if (t == SF__RUNNING) /* the claim keeps ORPHAN and WATCHED, drops ready */
+            return same_tag && !(from & SF__FAILED) &&
+                   !(to & (SF__CANCEL | SF__FAILED | SF__SEEN)) &&
+                   (to & (SF__ORPHAN | SF__WATCHED)) == (from & (SF__ORPHAN | SF__WATCHED));
+        if (t == SF__DONE) /* cancelled before it ran */
+            return same_tag && (to & SF__FLAGS) == (SF__FAILED | SF__SEEN);
+        if (to == SF__FREE) /* cancelled, released before */
+            return (from & SF__ORPHAN) != 0;
+        /* Flags only come: release, ready, a watch, a cancel's claim
+         * (FAILED|SEEN, after.c). */
+        return t == SF__WAITING && (to & ~SF__FLAGS) == (from & ~SF__FLAGS) &&
+               (to & from) == from;
     default: return 0;
     }
 }
@@ -262,6 +289,11 @@ sf_future *sf__futures_next(struct sf__futures_cursor *c, uint64_t *state);
 void sf__futures_scan_begin(void);
 void sf__futures_scan_end(void);
 void sf__freelist_destroy(struct sf__freelist *fl);
+/* f's watch word: the head of the list of continuations waiting for it
+ * (sched/after.h, which owns its values). A word beside the future, not in
+ * it: a future is one cache line, and the word is touched only by the
+ * continuations' slow paths. Zero while no continuation ever waited. */
+_Atomic uintptr_t *sf__future_watch(const sf_future *f);
 /* Frees f, FREE already, from any thread - one that libsf does not know
  * too - allocating nothing and taking no lock: onto the deferred list
  * (future.c, Deferred frees), which sf__future_reclaim empties. */

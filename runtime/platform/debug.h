@@ -28,8 +28,9 @@
  *   SF__RANK_BATCHES   the ring of open batches (batch.c); a batch's own
  *                      lock, a leaf, nests under it
  *   SF__RANK_LEAF      the future slabs' lock (future.c), a queue's foreign
- *                      claim lock (claim.c), a batch's lock (batch.c);
- *                      never nested in each other
+ *                      claim lock (claim.c), a batch's lock (batch.c), the
+ *                      ready list's takers' lock (after.c); never nested in
+ *                      each other
  */
 #ifndef SF_DEBUG_H
 #define SF_DEBUG_H

@@ -45,6 +45,7 @@
  * doing (park.c: why only the program's own cycles of gets deadlock).
  */
 #include "sched/get.h"
+#include "sched/after.h"
 #include "sched/park.h"
 
 #include <errno.h>
@@ -383,8 +384,14 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
 {
     if (SF__UNLIKELY(sf__pool_past_deadline()))
         return NULL;
+    sf_future *g;
+    /* Ready continuations are in no region: helped with outside one. */
+    if ((region == 0 || region == SF__REGION_ANY) && (g = sf__after_take(me, claimed)) != NULL) {
+        *from = sf__tag_thread(*claimed); /* its maker's, as the trace names it */
+        return g;
+    }
     *from = me->id;
-    sf_future *g = sf__pending_pop(&me->q, region, claimed);
+    g = sf__pending_pop(&me->q, region, claimed);
     if (g != NULL)
         return g;
     SF__BUMP(sf__sched(me)->c_steal_tries);
@@ -446,6 +453,29 @@ static bool next_help(struct sf__thread *me, struct sf__park_job *job, uint32_t 
     job->f = find_help(me, false, region, &job->claimed, &job->from);
     job->run = help_job;
     return job->f != NULL;
+}
+
+bool sf__get_run_ready(struct sf__thread *me)
+{
+    if (SF__UNLIKELY(sf__pool_past_deadline()))
+        return false;
+    uint64_t claimed;
+    sf_future *f = sf__after_take(me, &claimed);
+    if (f == NULL)
+        return false;
+    SF__TRACE(me, STEAL, claimed, sf__tag_thread(claimed));
+    sf__run_claimed(me, f, claimed, SF__HOW_STEAL);
+    return true;
+}
+
+/* No next job: a wait that runs ready continuations only runs one per
+ * look at its future. */
+static bool next_none(struct sf__thread *me, struct sf__park_job *job, uint32_t region)
+{
+    (void)me;
+    (void)job;
+    (void)region;
+    return false;
 }
 
 /* A fiber's job (park.h): get job->f there, on a fresh stack (Deep
@@ -624,13 +654,30 @@ static bool help(struct sf__thread *me, struct slow_get *w)
         /* f may have opened its region since we looked (sf__run_in_region).
          * Relaxed: the FAILED bit only; a stale one costs a look. */
         learn_region(w, atomic_load_explicit(&w->f->state, memory_order_relaxed));
-    if (!w->may_help)
-        return false;
+    /* A wait that helps with nothing else - plain code's, an isolated one
+     * - still runs ready continuations while it waits for one that has not
+     * started: with no idle worker nobody else would (after.h). A
+     * continuation does not wait (its deps are done), so this wait depends
+     * on no unrelated work; docs/continuations.md asks that fn not block. */
+    bool ready_only = false;
+    if (!w->may_help || (w->region != 0 && w->region != SF__REGION_ANY)) {
+        /* Relaxed: a hint; the get loop looks at f again. */
+        ready_only = sf__status(atomic_load_explicit(&w->f->state, memory_order_relaxed)) ==
+                         SF__WAITING &&
+                     sf__after_maybe_ready();
+        if (!ready_only && !w->may_help)
+            return false;
+    }
     struct sf__fiber *fb = sf__park_fiber(me, sf__pool.stack_size);
     if (fb == NULL)
         return false;
-    struct sf__park_job job = {.run = help_job, .next = next_help};
-    job.f = find_help(me, w->rounds >= SPIN_ROUNDS, w->region, &job.claimed, &job.from);
+    struct sf__park_job job = {.run = help_job, .next = ready_only ? next_none : next_help};
+    if (ready_only) {
+        job.f = SF__UNLIKELY(sf__pool_past_deadline()) ? NULL : sf__after_take(me, &job.claimed);
+        job.from = job.f != NULL ? sf__tag_thread(job.claimed) : 0;
+    } else {
+        job.f = find_help(me, w->rounds >= SPIN_ROUNDS, w->region, &job.claimed, &job.from);
+    }
     if (job.f == NULL) {
         sf__park_unfiber(me, fb);
         return false;
@@ -699,7 +746,15 @@ static int get_loop(struct sf__thread *me, sf_future *f, bool isolated)
                 continue;
             break;
         }
-        if (st != SF__RUNNING || (s & SF__ORPHAN)) {
+        if (st == SF__WAITING && (s & SF__CANCEL) && sf__stack_room(me) &&
+            sf__after_claim(f, &s)) {
+            /* A ready continuation: run here, as a get runs its own task
+             * nobody started (after.h). */
+            SF__TRACE(me, STEAL, s, sf__tag_thread(s));
+            sf__run_claimed(me, f, s, SF__HOW_STEAL);
+            continue;
+        }
+        if ((st != SF__RUNNING && st != SF__WAITING) || (s & SF__ORPHAN)) {
             /* FREE or orphaned: the caller released it before getting. */
             w.err = EINVAL;
             break;
@@ -814,7 +869,8 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
         uint64_t st = sf__status(s);
         if (st == SF__DONE)
             break;
-        if (st != SF__PENDING && (st != SF__RUNNING || (s & SF__ORPHAN))) {
+        if (st != SF__PENDING && ((st != SF__RUNNING && st != SF__WAITING) ||
+                                  (s & SF__ORPHAN))) {
             rc = EINVAL; /* released before this wait */
             break;
         }
@@ -828,6 +884,14 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
         if (st == SF__PENDING && !offered) {
             offered = true;
             sf__get_offer(me, s);
+        }
+        /* A continuation not started, and no worker to run the ready ones:
+         * this wait runs them (after.h), or nobody would. Relaxed: as
+         * sf__pool.workers is read everywhere. */
+        if (st == SF__WAITING && atomic_load_explicit(&sf__pool.workers, memory_order_relaxed) == 0 &&
+            sf__get_run_ready(me)) {
+            backoff_reset(&w);
+            continue;
         }
         if (!w.blocked) {
             w.blocked = true;

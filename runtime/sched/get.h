@@ -26,6 +26,10 @@ int sf__get_wait(struct sf__thread *me, sf_future *f);
  * 0 (ran, or not PENDING: someone else has it), or a get's errno (no fresh
  * stack for it). */
 int sf__get_run_pending(struct sf__thread *me, sf_future *f);
+/* Takes one ready continuation (or a dep of one, after.h) and runs it
+ * here: false if there was none. For waits that would otherwise wait for
+ * work nobody runs (no pool worker). */
+bool sf__get_run_ready(struct sf__thread *me);
 /* A get's end on f, DONE with FAILED: marks the failure seen and returns
  * NULL with errno set to its code. */
 void *sf__get_failed(sf_future *f);

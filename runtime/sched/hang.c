@@ -156,7 +156,7 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
         uint64_t st = sf__status(s);
         /* Read only while it is a task's (PENDING or RUNNING): a FREE
          * future's word is its free list's link. */
-        const void *fn = st == SF__PENDING || st == SF__RUNNING
+        const void *fn = st == SF__PENDING || st == SF__RUNNING || st == SF__WAITING
                              ? (const void *)__atomic_load_n(&h->u.fn, __ATOMIC_RELAXED)
                              : NULL;
         if (st == SF__DONE || st == SF__FREE || (s & SF__ORPHAN)) {
@@ -168,6 +168,13 @@ static void walk(struct root *r, sf_future *h, FILE *out, uint64_t now)
             if (out)
                 fprintf(out, "future %p: task %s, not started yet", (void *)h,
                         name_of(fn, b1, sizeof b1));
+            return;
+        }
+        if (st == SF__WAITING) {
+            if (out)
+                fprintf(out, "future %p: continuation %s, %s", (void *)h,
+                        name_of(fn, b1, sizeof b1),
+                        (s & SF__CANCEL) ? "ready, not started yet" : "waiting for its deps");
             return;
         }
         if (st != SF__RUNNING) {

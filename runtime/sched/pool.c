@@ -10,13 +10,15 @@
  * The pool never grows, so there is no slack to bound: busy <= workers.
  *
  * An idle worker takes only submitted tasks (SF__STEAL_SUBMITTED): laziness
- * means a task nobody got yet never starts on its own. Batch tasks are
- * submitted when added (the eager way in, batch.h): an idle worker serves
- * the batches first, round-robin, then the thread queues. It looks for work for
+ * means a task nobody got yet never starts on its own. Ready continuations
+ * (after.h) and batch tasks are submitted when they become runnable (the
+ * eager ways in): an idle worker serves the ready list first, then the
+ * batches, round-robin, then the thread queues. It looks for work for
  * a short while, then sleeps on idle_seq; a get that submits new tasks wakes
  * one sleeper (sf__pool_notify).
  */
 #include "sched/pool.h"
+#include "sched/after.h"
 #include "sched/park.h"
 #include "sched/run.h"
 
@@ -29,8 +31,6 @@
 #define IDLE_SPINS 128          /* scans before an idle worker sleeps (see idle_spins) */
 #define IDLE_NAP_NS 100000000L  /* belt and braces: rescan every 100 ms */
 #define TAKE_SCAN 256           /* slots looked at per queue */
-
-struct sf__pool sf__pool;
 
 /* Scans an idle worker makes before it sleeps. Spinning trades a core for a
  * quicker start of the next submitted task; with more threads than cores
@@ -47,7 +47,14 @@ static unsigned idle_spins = IDLE_SPINS;
 static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *claimed,
                                  int *from)
 {
-    sf_future *b = sf__batch_take(claimed);
+    /* Ready continuations first: each waited for its deps, and a
+     * pipeline's latency is theirs (after.h). */
+    sf_future *b = sf__after_take(me, claimed);
+    if (b != NULL) {
+        *from = sf__tag_thread(*claimed); /* its maker's, as the trace names it */
+        return b;
+    }
+    b = sf__batch_take(claimed);
     if (b != NULL) {
         *from = SF__NO_THREAD_ID;
         return b;
@@ -113,9 +120,10 @@ static void hand_on(int from, uint64_t claimed)
 {
     if (atomic_load_explicit(&sf__pool.searching, memory_order_relaxed) == 0 &&
         atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0 &&
-        (from == SF__NO_THREAD_ID ? sf__batch_maybe_pending()
-                                  : sf__pending_more_submitted(&sf__registry_get(from)->q,
-                                                               claimed)))
+        (sf__after_maybe_ready() ||
+         (from == SF__NO_THREAD_ID ? sf__batch_maybe_pending()
+                                   : sf__pending_more_submitted(&sf__registry_get(from)->q,
+                                                                claimed))))
         sf__pool_wake_one();
 }
 
@@ -220,7 +228,8 @@ bool sf__pool_drain(void)
     atomic_fetch_add_explicit(&sf__pool.idle_seq, 1, memory_order_relaxed);
     sf__futex_wake(&sf__pool.idle_seq, INT_MAX);
     for (;;) {
-        bool pending = sf__batch_maybe_pending();
+        bool pending = sf__batch_maybe_pending() || sf__after_maybe_ready() ||
+                       atomic_load_explicit(&sf__after_live, memory_order_relaxed) != 0;
         for (int i = 0, n = sf__registry_count(); i < n && !pending; i++)
             pending = sf__pending_has_pending(&sf__registry_get(i)->q);
         /* Relaxed: rechecked until both are quiet at once. */
@@ -248,13 +257,6 @@ void sf__pool_shed(struct sf__thread *me, sf_future *f, uint64_t claimed)
     /* Relaxed: a count, read by the shutdown thread once every shedder is
      * joined or has returned to it (lifecycle.c). */
     atomic_fetch_add_explicit(&sf__pool.shed, 1, memory_order_relaxed);
-}
-
-void sf__pool_wake_one(void)
-{
-    /* Relaxed: the futex call orders nothing; the sleeper rescans itself. */
-    atomic_fetch_add_explicit(&sf__pool.idle_seq, 1, memory_order_relaxed);
-    sf__futex_wake(&sf__pool.idle_seq, 1);
 }
 
 void sf__pool_configure(int workers, size_t stack_size)

@@ -64,8 +64,15 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
     /* SEEN: a cancellation is no failure to report; its canceller knows. */
     uint64_t done = sf__with_status(claimed, SF__DONE) | SF__FAILED | SF__SEEN;
     /* acq_rel, as in sf__run: the future may have been orphaned since the
-     * claim, and getters may be asleep on it. */
-    uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
+     * claim, and getters may be asleep on it; a CAS, to close its watch
+     * list first (after.h). */
+    uint64_t old = atomic_load_explicit(&f->state, memory_order_relaxed);
+    uintptr_t watch = 0;
+    bool closed = false;
+    do
+        sf__after_closing(f, old, &watch, &closed);
+    while (!atomic_compare_exchange_weak_explicit(&f->state, &old, done, memory_order_acq_rel,
+                                                  memory_order_relaxed));
     SF__ASSERT_TRANSITION(old, done);
     if (me != NULL)
         SF__BUMP(sf__sched(me)->c_cancelled);
@@ -80,6 +87,8 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed)
         /* Relaxed: as in sf__run, after the exchange (a full barrier). */
         sf__futex_wake(sf__future_futex(f), INT_MAX);
     }
+    if (watch != 0)
+        sf__after_fire(watch);
     /* After DONE: a batch waiter that returns sees this future done. */
     if (b != NULL)
         sf__batch_finished(b);

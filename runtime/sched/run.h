@@ -28,6 +28,7 @@
 
 #include <limits.h>
 
+#include "sched/after.h"
 #include "sched/batch.h"
 #include "registry/cancel.h"
 
@@ -138,17 +139,29 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
         atomic_store_explicit(&f->state, done, memory_order_relaxed);
         return (struct sf__ran){done, r};
     }
-    if (!batch && (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE)) {
+    bool inline_done = !batch && (how == SF__HOW_INLINE || how == SF__HOW_WAIT_INLINE);
+    uintptr_t watch = 0;
+    if (inline_done) {
         SF__ASSERT_TRANSITION(atomic_load_explicit(&f->state, memory_order_relaxed), done);
-        /* Release: getters that load DONE (acquire) see val. */
+        /* Release: getters that load DONE (acquire) see val. A WATCHED
+         * flag goes with this store: its makers raised waiters too
+         * (after.h, Who closes). */
         atomic_store_explicit(&f->state, done, memory_order_release);
-        /* Dekker with a sleeping getter (get.c): light fence here, heavy
-         * fence there; one of us sees the other's write. */
+        /* Dekker with a sleeping getter (get.c) and with a continuation's
+         * maker (after.c): light fence here, heavy fence there; one of us
+         * sees the other's write. */
         sf__fence_light();
     } else {
-        /* acq_rel: release publishes val; acquire takes over a future that
-         * sf_release() orphaned, to free it. */
-        uint64_t old = atomic_exchange_explicit(&f->state, done, memory_order_acq_rel);
+        /* A CAS, not an exchange: continuations that wait for f (WATCHED)
+         * have their list closed before DONE (after.h). acq_rel: release
+         * publishes val; acquire takes over a future that sf_release()
+         * orphaned, to free it. */
+        uint64_t old = atomic_load_explicit(&f->state, memory_order_relaxed);
+        bool closed = false;
+        do
+            sf__after_closing(f, old, &watch, &closed);
+        while (!atomic_compare_exchange_weak_explicit(&f->state, &old, done, memory_order_acq_rel,
+                                                      memory_order_relaxed));
         SF__ASSERT_TRANSITION(old, done);
         if (old & SF__ORPHAN) {
             /* Nobody holds it and nobody may get it: ours to free. */
@@ -163,8 +176,15 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
      * have recycled f; then this reads another incarnation's count and at
      * worst wakes its sleepers spuriously (they recheck), which type-stable
      * memory makes safe. */
-    if (!orphan && SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0))
-        sf__futex_wake(sf__future_futex(f), INT_MAX);
+    if (!orphan && SF__UNLIKELY(atomic_load_explicit(&f->waiters, memory_order_relaxed) != 0)) {
+        if (inline_done)
+            sf__after_inline_done(f, done); /* wakes, and fires a watch list */
+        else
+            sf__futex_wake(sf__future_futex(f), INT_MAX);
+    }
+    /* After DONE: a continuation's fn may get f at once. */
+    if (SF__UNLIKELY(watch != 0))
+        sf__after_fire(watch);
     /* Accounted after DONE: sf_batch_wait's return means every future of
      * the batch reads done. */
     if (batch)

@@ -38,7 +38,9 @@
 
 #define SF_TRACE_EVENTS(X)                                                                 \
     X(INIT, "Init", "threads=count workers=count", "the runtime started")                 \
-    X(DO, "Do", "task", "`sf_do` queued a task")                                          \
+    X(DO, "Do", "task",                                                                    \
+      "`sf_do` queued a task, or `sf_do_after` made a continuation (numbered as a "         \
+      "promise is, from 2^38 + 2^37 (412316860416) up)")                                   \
     X(GSTART, "GStart", "task", "an `sf_get` on task began and the task was not done")    \
     X(GET, "Get", "task", "an `sf_get` found the task already done")                      \
     X(SUBMIT, "Submit All", "count",                                                       \
@@ -73,7 +75,7 @@
       "goes on")                                                                           \
     X(PROMISE, "Promise", "task",                                                         \
       "`sf_promise` made a promise, a future with no task, named as this thread's tasks "  \
-      "are but numbered from 2^39 (549755813888) up")                                     \
+      "are but numbered from 2^38 (274877906944) up")                                     \
     X(SET, "Set", "task count",                                                            \
       "the promise was completed: set (0), failed (its code) or cancelled (ECANCELED's "   \
       "code); Thread 131071 is a thread outside libsf's calls (a plain thread, an audio "  \

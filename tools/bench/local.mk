@@ -118,6 +118,15 @@ tools_bench_promise_sf_SOURCES = tools/bench/src/promise_sf.c tools/bench/src/co
 tools_bench_promise_sf_LDADD = libsf.la
 tools_bench_promise_sf_LDFLAGS = -static
 
+# Continuations: from sf_promise_set to the continuation's start, beside a
+# task asleep in a get; a continuation's cost against sf_do + sf_get
+# (after_sf.c; after-run); no peer.
+bench_programs += tools/bench/after_sf
+EXTRA_PROGRAMS += tools/bench/after_sf
+tools_bench_after_sf_SOURCES = tools/bench/src/after_sf.c tools/bench/src/common.h
+tools_bench_after_sf_LDADD = libsf.la
+tools_bench_after_sf_LDFLAGS = -static
+
 # A pipeline of handed futures fed by a plain thread (feed_sf.c; feed-run
 # runs it against an older build side by side); no peer.
 bench_programs += tools/bench/feed_sf

@@ -70,8 +70,11 @@
 /* A Set line from outside libsf's calls names thread 131071 (MAX_TASK_THREAD);
  * its records keep this id, above every real one a trace has in practice. */
 #define OUTSIDE_THREAD MAX_THREAD_ID
-/* A promise's number is its maker's count of promises from 2^39 up. */
-#define PROMISE_SEQ (UINT64_C(1) << 39)
+/* A promise's number is its maker's count of promises from 2^38 up. */
+#define PROMISE_SEQ (UINT64_C(1) << 38)
+/* A continuation's number (sf_do_after): its maker's count from 2^38 + 2^37
+ * up. It sits in no queue: no sequence, no Submit All. */
+#define AFTER_SEQ (PROMISE_SEQ | PROMISE_SEQ >> 1)
 #define MAX_COUNT UINT64_C(999999999999999)
 /* ~3 years */
 #define MAX_MS UINT64_C(99999999999)
@@ -785,6 +788,8 @@ static void on_DO(const struct rec *r)
     char name[48];
     if (task >> SEQ_BITS == MAX_TASK_THREAD)
         return; /* a batch task: any thread adds them, in no queue of its own */
+    if ((task & MAX_SEQ & AFTER_SEQ) == AFTER_SEQ)
+        return; /* a continuation: in no queue either */
     if (task >> SEQ_BITS != r->thread)
         problem(r->line, "Do %s logged by thread %" PRIu32 "; a task is named after the "
                 "thread that queues it", rec_task(r, name, sizeof name), r->thread);

@@ -1,0 +1,14 @@
+/*
+ * idle.c - the pool's shared state, and the wake of one idle worker
+ * (idle.h).
+ */
+#include "sched/idle.h"
+
+struct sf__pool sf__pool;
+
+void sf__pool_wake_one(void)
+{
+    /* Relaxed: the futex call orders nothing; the sleeper rescans itself. */
+    atomic_fetch_add_explicit(&sf__pool.idle_seq, 1, memory_order_relaxed);
+    sf__futex_wake(&sf__pool.idle_seq, 1);
+}
