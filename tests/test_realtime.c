@@ -300,6 +300,7 @@ struct watch {
     bool registered;   /* sf_thread_index() before prep */
     bool unfiltered;   /* count allocations and locks only */
     void *ctx;
+    int kind;          /* which act, where one does several things */
     long r[16];        /* act's results */
     /* What act did. */
     long allocs, locks, wakes, syscalls, nr[4];
@@ -723,6 +724,56 @@ START_TEST(fail_without_message_is_realtime)
 END_TEST
 
 /* ------------------------------------------------------------------------
+ * Completions that make continuations ready (sf_do_after): each pushes its
+ * continuation on the ready list and may wake an idle worker.
+ */
+
+enum { CONTS = 3 };
+
+static void act_complete(struct watch *w)
+{
+    sf_future *p = w->ctx;
+    switch (w->kind) {
+    case 0:
+        w->r[0] = sf_promise_set(p, &value_a);
+        break;
+    case 1:
+        w->r[0] = sf_promise_fail(p, EPIPE, NULL);
+        break;
+    default:
+        w->r[0] = sf_cancel(p);
+        break;
+    }
+}
+
+START_TEST(completions_with_continuations_are_realtime)
+{
+    static const char *const what[] = {"set, 3 continuations waiting",
+                                       "fail, 3 continuations waiting",
+                                       "cancel, 3 continuations waiting"};
+    start_env();
+    for (int kind = 0; kind < 3; kind++) {
+        sf_future *p = sf_promise();
+        sf_future *c[CONTS];
+        for (int i = 0; i < CONTS; i++)
+            ck_assert_ptr_nonnull(c[i] = sf_do_after(&p, 1, quick_task, &value_b));
+        struct watch w = {.what = what[kind], .act = act_complete, .ctx = p, .kind = kind};
+        /* An idle worker woken per continuation at most; nobody gets p. */
+        run_watch(&w, CONTS);
+        ck_assert_int_eq(w.r[0], 0);
+        for (int i = 0; i < CONTS; i++) {
+            ck_assert_ptr_eq(sf_get(c[i]), &value_b);
+            sf_release(c[i]);
+        }
+        if (kind == 1)
+            ck_assert_int_eq(sf_wait(p, NULL), EPIPE); /* seen: not reported */
+        sf_release(p);
+    }
+    sf_shutdown();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
  * Done futures, and sf_is_done: from any thread.
  */
 
@@ -784,6 +835,7 @@ END_TEST
 
 struct not_done {
     sf_future *unset, *running, *theirs, *mine, *set;
+    sf_future *waiting; /* a continuation of unset, not started */
     atomic_int go; /* prep may go on */
     atomic_int ready;
 };
@@ -816,6 +868,10 @@ static void act_zero_waits(struct watch *w)
     /* Its own task: submitted, offered to the pool; done or not by now. */
     r[8] = sf_wait_for(n->mine, &v, 0);
     r[9] = sf_is_done(n->unset);
+    r[10] = sf_wait_for(n->waiting, &v, 0);
+    sf_future *conts[2] = {n->waiting, n->unset};
+    r[11] = sf_wait_any(conts, 2, 0, &which);
+    r[12] = sf_wait_all(conts, 2, 0);
 }
 
 static void zero_waits(bool cancelling)
@@ -829,6 +885,8 @@ static void zero_waits(bool cancelling)
     n.running = sf_batch_do(b, hold_task, &go);
     ck_assert(tu_wait_flag(&hold_started, 30000));
     n.theirs = sf_do(quick_task, &value_b); /* queued here, not submitted */
+    n.waiting = sf_do_after(&n.unset, 1, quick_task, &value_b);
+    ck_assert_ptr_nonnull(n.waiting);
     struct watch w = {.what = cancelling ? "0 s waits, a cancellation in effect" : "0 s waits",
                       .prep = prep_mine, .act = act_zero_waits, .ctx = &n, .registered = true};
     start_watch(&w);
@@ -848,6 +906,8 @@ static void zero_waits(bool cancelling)
         ck_assert_msg(w.r[i] == want[i], "result %d: %ld, not %ld", i, w.r[i], want[i]);
     ck_assert_msg(w.r[8] == 0 || w.r[8] == ETIMEDOUT, "own task: %ld", w.r[8]);
     ck_assert_int_eq(w.r[9], 0);
+    for (int i = 10; i < 13; i++)
+        ck_assert_msg(w.r[i] == ETIMEDOUT, "result %d: %ld, not ETIMEDOUT", i, w.r[i]);
     /* Everything still goes on. */
     atomic_store(&go, 1);
     void *v = NULL;
@@ -856,6 +916,8 @@ static void zero_waits(bool cancelling)
     ck_assert_ptr_eq(sf_get(n.theirs), &value_b);
     ck_assert_int_eq(sf_promise_set(n.unset, &value_a), 0);
     ck_assert_ptr_eq(sf_get(n.unset), &value_a);
+    ck_assert_ptr_eq(sf_get(n.waiting), &value_b);
+    sf_release(n.waiting);
     ck_assert_ptr_eq(sf_get(n.mine), &value_a);
     sf_release(n.unset);
     sf_release(n.set);
@@ -881,6 +943,7 @@ static Suite *realtime_suite(void)
     tcase_add_test(tc, set_is_realtime);
     tcase_add_test(tc, cancel_is_realtime);
     tcase_add_test(tc, fail_without_message_is_realtime);
+    tcase_add_test(tc, completions_with_continuations_are_realtime);
     tcase_add_test(tc, done_futures_are_realtime);
     tcase_add_test(tc, zero_second_waits_are_realtime);
     tcase_add_test(tc, zero_second_waits_during_a_cancellation);
