@@ -16,10 +16,10 @@
  * none is async-signal-safe. sf_shutdown() is for when no other thread calls
  * libsf any more. "Real-time safe" marks the calls that allocate nothing,
  * take no lock and make no system call but a futex wake (docs/realtime.md).
- * Memory: what a thread wrote before sf_do(), sf_batch_do(), sf_promise_set()
- * or sf_promise_fail() is visible to the task or the getters; what a task
- * wrote, after a get or wait that says it is done (docs/waiting.md, What a
- * wait makes visible).
+ * Memory: what a thread wrote before sf_do(), sf_batch_do(), sf_do_after(),
+ * sf_promise_set() or sf_promise_fail() is visible to the task or the
+ * getters; what a task wrote, after a get or wait that says it is done, and
+ * in its continuations (docs/waiting.md, What a wait makes visible).
  * Concepts (scheduling, waiting, loops, batches, failures, tasks in caller
  * storage, tracing, statistics, the debug build, lifecycle, limits): docs/.
  */

@@ -8,7 +8,10 @@
  *     and without a deadline), sf_wait_any (one future, and a set),
  *     sf_wait_all, sf_is_done returning 1;
  *   - a setter's writes before sf_promise_set() or sf_promise_fail() are
- *     visible after the same waits, in plain code and in tasks.
+ *     visible after the same waits, in plain code and in tasks;
+ *   - a continuation (sf_do_after) sees what its maker wrote before the
+ *     call and what each dep - a task, a promise's setter - wrote before it
+ *     completed.
  * The data is plain (non-atomic) ints, written by one thread and read by
  * others with no synchronisation of the test's own in between, so
  * ThreadSanitizer reports a race if an edge is missing; every build checks
@@ -449,6 +452,119 @@ START_TEST(setter_to_waiters)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Continuations: the maker's writes and every dep's, in fn.
+ */
+
+enum { DEPS = 4, CONTS = 8 };
+
+struct cont {
+    struct payload in;  /* the maker's, before sf_do_after */
+    struct payload out; /* the continuation's, before it returns */
+    int seed;
+    struct round *rd;   /* its deps: rd->fs[first .. DEPS) and their data */
+    int first;
+};
+
+static void *cont_task(void *arg)
+{
+    struct cont *c = arg;
+    check(&c->in, c->seed);
+    for (int k = c->first; k < DEPS; k++)
+        check(&c->rd->data[k], c->rd->seed[k]);
+    fill(&c->out, c->seed + 1);
+    return c;
+}
+
+struct cmaker {
+    struct round *rd;
+    int id, round;
+    pthread_t t;
+};
+
+static void *cmaker_main(void *arg)
+{
+    struct cmaker *m = arg;
+    struct cont cs[CONTS];
+    sf_future *fs[CONTS];
+    for (int i = 0; i < CONTS; i++) {
+        cs[i].seed = 1000000 + ((m->round * MAKERS + m->id) * CONTS + i) * 2;
+        cs[i].rd = m->rd;
+        fill(&cs[i].in, cs[i].seed);
+        /* Each on every dep, or on the last ones only. */
+        cs[i].first = i % 2;
+        fs[i] = sf_do_after(m->rd->fs + cs[i].first, DEPS - cs[i].first, cont_task, &cs[i]);
+        if (fs[i] == NULL)
+            atomic_fetch_add(&bad, 1000);
+    }
+    for (int i = 0; i < CONTS; i++) {
+        if (fs[i] == NULL)
+            continue;
+        if (sf_get(fs[i]) != &cs[i])
+            atomic_fetch_add(&bad, 1);
+        check(&cs[i].out, cs[i].seed + 1);
+        sf_release(fs[i]);
+    }
+    return NULL;
+}
+
+/* The promises among the deps (0 set, 1 failed), set by a plain thread. */
+static void *csetter_main(void *arg)
+{
+    struct round *rd = arg;
+    for (int k = 0; k < 2; k++) {
+        fill(&rd->data[k], rd->seed[k]);
+        int rc = k == 0 ? sf_promise_set(rd->fs[k], &rd->data[k])
+                        : sf_promise_fail(rd->fs[k], EPIPE, NULL);
+        if (rc != 0)
+            atomic_fetch_add(&bad, 1);
+    }
+    return NULL;
+}
+
+START_TEST(deps_to_continuation)
+{
+    tu_env_threads(threads_of[_i]);
+    atomic_store(&bad, 0);
+    sf_batch *b = sf_batch_new();
+    ck_assert_ptr_nonnull(b);
+    for (int r = 0; r < ROUNDS; r++) {
+        struct round *rd = calloc(1, sizeof *rd);
+        struct wtask ts[DEPS];
+        ck_assert_ptr_nonnull(rd);
+        for (int k = 0; k < DEPS; k++) {
+            rd->seed[k] = r * DEPS + k;
+            ts[k] = (struct wtask){rd, k};
+        }
+        /* Deps: two promises, a batch task, a task queued here. */
+        rd->fs[0] = sf_promise();
+        rd->fs[1] = sf_promise();
+        rd->fs[2] = sf_batch_do(b, write_task, &ts[2]);
+        rd->fs[3] = sf_do(write_task, &ts[3]);
+        for (int k = 0; k < DEPS; k++)
+            ck_assert_ptr_nonnull(rd->fs[k]);
+        struct cmaker m[MAKERS];
+        for (int i = 0; i < MAKERS; i++) {
+            m[i] = (struct cmaker){.rd = rd, .id = i, .round = r};
+            ck_assert_int_eq(pthread_create(&m[i].t, NULL, cmaker_main, &m[i]), 0);
+        }
+        pthread_t setter;
+        ck_assert_int_eq(pthread_create(&setter, NULL, csetter_main, rd), 0);
+        for (int i = 0; i < MAKERS; i++)
+            ck_assert_int_eq(pthread_join(m[i].t, NULL), 0);
+        ck_assert_int_eq(pthread_join(setter, NULL), 0);
+        for (int k = 0; k < DEPS; k++) {
+            ck_assert_int_eq(sf_wait(rd->fs[k], NULL), k == 1 ? EPIPE : 0);
+            sf_release(rd->fs[k]);
+        }
+        free(rd);
+    }
+    sf_batch_close(b);
+    ck_assert_int_eq(atomic_load(&bad), 0);
+    sf_shutdown();
+}
+END_TEST
+
 static Suite *visibility_suite(void)
 {
     Suite *s = suite_create("visibility");
@@ -458,6 +574,7 @@ static Suite *visibility_suite(void)
     tcase_add_loop_test(tc, maker_to_task_sf_batch_do, 0, 3);
     tcase_add_loop_test(tc, task_to_waiters, 0, 3);
     tcase_add_loop_test(tc, setter_to_waiters, 0, 3);
+    tcase_add_loop_test(tc, deps_to_continuation, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }
