@@ -21,7 +21,8 @@
  * getters; what a task wrote, after a get or wait that says it is done, and
  * in its continuations (docs/waiting.md, What a wait makes visible).
  * Concepts (scheduling, waiting, loops, batches, failures, tasks in caller
- * storage, tracing, statistics, the debug build, lifecycle, limits): docs/.
+ * storage, tracing, statistics, the debug build, lifecycle, limits, the
+ * threads libsf starts): docs/.
  */
 #ifndef SF_H
 #define SF_H
@@ -80,6 +81,15 @@ typedef struct sf_config {
     size_t stack_size;
     /* enum sf_stats_mode: print the per-thread table on stderr at sf_shutdown(). */
     int stats;
+    /* Called once on each pool worker before it runs any task, with its
+     * sf_thread_index() and ctx: to set flush-to-zero, priority or affinity.
+     * Not on other threads (the caller of sf_init() included). sf_init()
+     * returns after every call has returned. It may call libsf, but sf_init()
+     * fails with EBUSY and sf_shutdown() is refused; it must not wait for what
+     * follows sf_init(). NULL: none (docs/threads.md). */
+    void (*on_thread_start)(int index, void *ctx);
+    /* Passed to on_thread_start. */
+    void *ctx;
 } sf_config;
 
 /* Starts the runtime, reading the environment once. Optional: the first call
@@ -88,9 +98,10 @@ typedef struct sf_config {
  * which is then not read. Workers that cannot be created do not fail it: it
  * runs with those it got, down to none, and says so in one stderr line.
  * Returns 0, or -1 with errno: EINVAL (a cfg field out of range; nothing is
- * started), EBUSY (running already, or stopping: called from a task that
- * sf_shutdown() runs), EAGAIN (no thread-specific data key left), ENOMEM, or
- * open(2)'s error (ENOENT, EACCES, ...) for cfg->trace_file. */
+ * started), EBUSY (running already, an on_thread_start hook included, or
+ * stopping: called from a task that sf_shutdown() runs), EAGAIN (no
+ * thread-specific data key left), ENOMEM, or open(2)'s error (ENOENT,
+ * EACCES, ...) for cfg->trace_file. */
 SF_EXPORT int sf_init(const sf_config *cfg);
 
 /* Stops the runtime: runs every pending sf_do() and sf_batch_do() task, reports
@@ -466,10 +477,14 @@ typedef struct sf_thread_stats {
     uint64_t fresh_stacks;   /* its gets that moved to a fresh stack */
     uint64_t parks;          /* its stacks' parks (sf_stats.parks) */
     uint64_t resumes;        /* ... and resumes */
-    uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included */
+    uint64_t busy_ns;        /* wall-clock time in its outermost tasks, nesting included,
+                              * less its sleeps in them (asleep_ns) */
     uint64_t avg_task_ns;    /* busy_ns / executed (0 if none) */
     uint64_t timeouts;       /* its timed waits that returned ETIMEDOUT (sf_stats.timeouts) */
     uint64_t promises;       /* promises it made (sf_promise) */
+    uint64_t asleep_ns;      /* time asleep in its gets' and waits' sleeps, in tasks or not */
+    uint64_t cpu_ns;         /* CPU time of its thread since it registered (its own code's
+                              * too), and of the earlier threads of this id */
 } sf_thread_stats;
 
 /* Fills rows[0 .. min(n, max) - 1] in id order and returns n, the number of

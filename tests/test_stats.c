@@ -2,15 +2,19 @@
  * test_stats.c - statistics: per-thread rows (sf_stats_read_threads) sum
  * exactly to the totals (sf_stats_read), workers' rows show what they took,
  * queued and asleep say what is pending and who sleeps now, busy time
- * counts nested tasks once, and SF_STATS / sf_config.stats print the table
- * at shutdown.
+ * counts nested tasks once and leaves out a task's sleeps in gets, CPU time
+ * is read from live threads' clocks and kept for exited ones, timeouts and
+ * promises land in the row of the thread that waited or made them, and
+ * SF_STATS / sf_config.stats print the table at shutdown.
  */
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_ROWS 64
 
@@ -362,6 +366,182 @@ START_TEST(busy_time_counts_nested_tasks_once)
 }
 END_TEST
 
+/* The row of thread id, which the caller knows is there. */
+static const sf_thread_stats *row_of_id(const sf_thread_stats *rows, int n, int id)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].id == id)
+            return &rows[i];
+    ck_abort_msg("no row for thread %d", id);
+    return NULL;
+}
+
+/* A plain thread (no libsf call before it) sets a promise after ms. */
+struct late_set {
+    sf_future *p;
+    long ms;
+    pthread_t t;
+};
+
+static void *late_setter(void *arg)
+{
+    struct late_set *l = arg;
+    tu_sleep_ms(l->ms);
+    ck_assert_int_eq(sf_promise_set(l->p, (void *)7L), 0);
+    return NULL;
+}
+
+static void *get_promise(void *p) { return sf_get(p); }
+
+/* A task asleep ~300 ms in a get of a promise that a plain thread sets:
+ * the sleep is its thread's asleep_ns, its busy time leaves the sleep out
+ * (it was counted whole), and its CPU time is small. Bounds by order, not
+ * by speed: the busy and the asleep time add up to no more than the get
+ * that ran the task (counted whole, the busy time alone would fill it), and
+ * the CPU time stays under half the sleep. How much of the task is awake
+ * is the machine's: a loaded one stretches the get's spinning and
+ * yielding, which is busy time, before it sleeps. */
+START_TEST(sleep_in_a_get_is_not_busy)
+{
+    tu_env_threads(_i + 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    int me = sf_thread_index();
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    double t0 = tu_now_ms();
+    struct late_set l = {p, 300, 0};
+    ck_assert_int_eq(pthread_create(&l.t, NULL, late_setter, &l), 0);
+    /* Plain code's get claims its task before it submits: it runs here. */
+    sf_future *f = sf_do(get_promise, p);
+    ck_assert_ptr_eq(sf_get(f), (void *)7L);
+    double get_ns = (tu_now_ms() - t0) * 1e6;
+    pthread_join(l.t, NULL);
+    sf_release(f);
+    sf_release(p);
+    sf_thread_stats rows[MAX_ROWS];
+    int n = read_rows(rows);
+    const sf_thread_stats *r = row_of_id(rows, n, me);
+    ck_assert_uint_eq(r->executed, 1);
+    ck_assert_uint_ge(r->sleeps, 1);
+    /* The setter waited 300 ms from before the task began. */
+    ck_assert_msg(r->asleep_ns >= 150000000ull, "asleep %llu ns of a 300 ms wait",
+                  (unsigned long long)r->asleep_ns);
+    ck_assert_msg((double)(r->busy_ns + r->asleep_ns) <= get_ns,
+                  "busy %llu + asleep %llu ns within a get of %.0f ns",
+                  (unsigned long long)r->busy_ns, (unsigned long long)r->asleep_ns, get_ns);
+    ck_assert_uint_gt(r->cpu_ns, 0);
+    ck_assert_msg(r->cpu_ns < r->asleep_ns / 2, "CPU %llu ns while asleep %llu ns",
+                  (unsigned long long)r->cpu_ns, (unsigned long long)r->asleep_ns);
+    /* A worker idle all along sleeps for want of work, in no wait. */
+    for (int i = 0; i < n; i++)
+        if (rows[i].is_worker)
+            ck_assert_uint_eq(rows[i].asleep_ns, 0);
+    sf_shutdown();
+}
+END_TEST
+
+/* Spends ms of its thread's CPU time. */
+static void burn_cpu(long ms)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+static void *burn_task(void *arg)
+{
+    burn_cpu((long)arg);
+    return arg;
+}
+
+/* A thread of the program: 3 promises, 3 timed waits that time out on one
+ * of them, and a task that burns 30 ms of CPU; its index, then it exits. */
+static void *timeouts_thread(void *arg)
+{
+    (void)arg;
+    sf_future *q[3];
+    for (int k = 0; k < 3; k++)
+        ck_assert_ptr_nonnull(q[k] = sf_promise());
+    void *v;
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(sf_wait_for(q[0], &v, 0.01), ETIMEDOUT);
+    sf_future *f = sf_do(burn_task, (void *)30L);
+    ck_assert_ptr_eq(sf_get(f), (void *)30L);
+    sf_release(f);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(sf_promise_set(q[k], NULL), 0);
+        sf_release(q[k]);
+    }
+    return (void *)(long)sf_thread_index();
+}
+
+/* Timeouts and promises, exact, each in the row of the thread that waited
+ * or made them - an exited thread's row too, which keeps its CPU time. */
+START_TEST(timeouts_and_promises_by_thread)
+{
+    tu_env_threads(_i + 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    int me = sf_thread_index();
+    /* The main thread: 2 promises; one sf_wait_any and one
+     * sf_batch_wait_for that time out (a batch task waits for b). */
+    sf_future *a = sf_promise(), *b = sf_promise();
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    int which = -1;
+    ck_assert_int_eq(sf_wait_any(&a, 1, 0.01, &which), ETIMEDOUT);
+    sf_batch *bt = sf_batch_new();
+    ck_assert_ptr_nonnull(bt);
+    sf_future *bf = sf_batch_do(bt, get_promise, b);
+    ck_assert_ptr_nonnull(bf);
+    errno = 0;
+    ck_assert_int_eq(sf_batch_wait_for(bt, 0.01), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_int_eq(sf_promise_set(b, (void *)3L), 0);
+    ck_assert_int_eq(sf_batch_wait(bt), 0);
+    ck_assert_ptr_eq(sf_get(bf), (void *)3L);
+    sf_release(bf);
+    sf_batch_close(bt);
+    ck_assert_int_eq(sf_promise_set(a, NULL), 0);
+    sf_release(a);
+    sf_release(b);
+    /* A thread of the program, gone when the rows are read. */
+    pthread_t t;
+    void *id;
+    ck_assert_int_eq(pthread_create(&t, NULL, timeouts_thread, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, &id), 0);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.timeouts, 5);
+    ck_assert_uint_eq(s.promises, 5);
+    sf_thread_stats rows[MAX_ROWS];
+    int n = read_rows(rows);
+    const sf_thread_stats *m = row_of_id(rows, n, me);
+    ck_assert_uint_eq(m->timeouts, 2);
+    ck_assert_uint_eq(m->promises, 2);
+    const sf_thread_stats *o = row_of_id(rows, n, (int)(long)id);
+    ck_assert_int_eq(o->is_worker, 0);
+    ck_assert_uint_eq(o->timeouts, 3);
+    ck_assert_uint_eq(o->promises, 3);
+    /* Its 30 ms of CPU, kept at its exit. */
+    ck_assert_msg(o->cpu_ns >= 30000000ull, "an exited thread's CPU time: %llu ns",
+                  (unsigned long long)o->cpu_ns);
+    for (int i = 0; i < n; i++)
+        if (rows[i].is_worker) {
+            ck_assert_uint_eq(rows[i].timeouts, 0);
+            ck_assert_uint_eq(rows[i].promises, 0);
+        }
+    /* The main thread's clock, read live: 30 ms more after a burn. */
+    uint64_t before = m->cpu_ns;
+    burn_cpu(30);
+    n = read_rows(rows);
+    m = row_of_id(rows, n, me);
+    ck_assert_msg(m->cpu_ns >= before + 30000000ull, "CPU %llu ns, then %llu ns",
+                  (unsigned long long)before, (unsigned long long)m->cpu_ns);
+    sf_shutdown();
+}
+END_TEST
+
 /* The table: one header line, the column line, a row per thread, a total. */
 static void check_table(const char *out, int threads, int nrows, uint64_t created)
 {
@@ -378,6 +558,11 @@ static void check_table(const char *out, int threads, int nrows, uint64_t create
     const char *line = h + strlen(want);
     ck_assert_msg(strncmp(line, "thread kind ", 12) == 0, "columns: %s", line);
     size_t width = strcspn(line, "\n");
+    /* The time columns end the line, with the two counts. */
+    static const char cols[] = " busy_ms    avg_ns  asleep_ms     cpu_ms timeouts promises\n";
+    const char *at = strstr(line, cols);
+    ck_assert_msg(at != NULL && at + strlen(cols) == line + width + 1, "columns: %.*s",
+                  (int)width, line);
     int rows = 0, workers = 0, total = 0;
     uint64_t total_executed = 0, sum_executed = 0;
     for (line += width + 1; *line != '\0'; line += strcspn(line, "\n") + 1) {
@@ -560,6 +745,8 @@ static Suite *stats_suite(void)
     tcase_add_test(tc, queued_counts_pending_tasks);
     tcase_add_test(tc, asleep_counts_a_thread_asleep_in_a_get);
     tcase_add_test(tc, busy_time_counts_nested_tasks_once);
+    tcase_add_loop_test(tc, sleep_in_a_get_is_not_busy, 0, 2);
+    tcase_add_loop_test(tc, timeouts_and_promises_by_thread, 0, 2);
     tcase_add_loop_test(tc, sf_stats_prints_the_table_at_shutdown, 0, 4);
     tcase_add_loop_test(tc, stats_off_prints_nothing, 0, 5);
     tcase_add_test(tc, bad_sf_stats_value_says_so_once);

@@ -7,11 +7,14 @@
  * followed by their FStart, gets and sleeps balanced, time monotonic per
  * thread...). On top of that, what is particular to these programs: at one
  * thread the exact sequence of events and Queue values (sftrace --untimed),
- * at two threads the counts of events against sf_stats (sftrace --counts).
+ * at two threads the counts of events against sf_stats (sftrace --counts);
+ * a task asleep in a get shows its sleep, and no self or busy time for it
+ * (sftrace --profile, --schedule).
  */
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +302,89 @@ START_TEST(cancelled_and_deadline_discards_are_traced)
 }
 END_TEST
 
+/* A plain thread (no libsf call before it) sets a promise after 300 ms. */
+static void *late_setter(void *p)
+{
+    tu_sleep_ms(300);
+    ck_assert_int_eq(sf_promise_set(p, (void *)7L), 0);
+    return NULL;
+}
+
+static void *get_promise(void *p) { return sf_get(p); }
+
+/* Fields of the line of `sftrace --profile` that starts with name: its
+ * tasks, total and self ms. */
+static void profile_line(const char *text, const char *name, unsigned long *tasks, double *total,
+                         double *self)
+{
+    const char *p = text;
+    size_t n = strlen(name);
+    while (p != NULL && !(strncmp(p, name, n) == 0 && p[n] == ' '))
+        p = (p = strchr(p, '\n')) != NULL ? p + 1 : NULL;
+    ck_assert_msg(p != NULL, "no %s line in:\n%s", name, text);
+    ck_assert_msg(sscanf(p + n, "%lu %lf %lf", tasks, total, self) == 3, "line: %.*s",
+                  (int)strcspn(p, "\n"), p);
+}
+
+/*
+ * A task asleep ~300 ms in a get of a promise that a plain thread sets: the
+ * trace shows the sleep (Sleep, Wake), the promise's Set from outside, and
+ * sftrace --profile leaves the sleep out of the task's self time (its total
+ * holds it), as --schedule does out of busy time. Bounds by order, not by
+ * speed: self time and the thread's time asleep add up to the task's total
+ * (each printed to the microsecond; counted whole, self time alone would
+ * be the total), and the task's busy time is its self time.
+ */
+START_TEST(sleep_in_a_task_is_no_self_time)
+{
+    char path[256];
+    tu_tmp_path(path, sizeof path, "trace-sleep");
+    tu_env_threads(1);
+    setenv("SF_TRACE", "1", 1);
+    setenv("SF_TRACE_FILE", path, 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_future *p = sf_promise();
+    ck_assert_ptr_nonnull(p);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, late_setter, p), 0);
+    sf_future *f = sf_do(get_promise, p);
+    ck_assert_ptr_eq(sf_get(f), (void *)7L);
+    pthread_join(t, NULL);
+    sf_release(f);
+    sf_release(p);
+    sf_shutdown();
+    char *c = sftrace("--counts", path);
+    ck_assert_uint_ge(count(c, 0, "Sleep", NULL), 1);
+    ck_assert_uint_eq(count(c, 0, "Wake", NULL), count(c, 0, "Sleep", NULL));
+    ck_assert_uint_eq(count(c, -1, "Set", NULL), 1);
+    free(c);
+    char *prof = sftrace("--profile", path);
+    unsigned long tasks;
+    double total, self;
+    profile_line(prof, "(unnamed)", &tasks, &total, &self);
+    ck_assert_uint_eq(tasks, 1);
+    free(prof);
+    /* Main's row: tasks by kind, busy ms and share, sleeps, asleep ms. */
+    char *sum = sftrace("--schedule", path);
+    unsigned long ntasks, inl, wait, pool, stolen, drained, batch, sleeps;
+    double busy, share, asleep;
+    const char *row = strstr(sum, "\n     0 main ");
+    ck_assert_msg(row != NULL, "no row of main in:\n%s", sum);
+    ck_assert_int_eq(sscanf(row + 14, "%lu %lu %lu %lu %lu %lu %lu %lf %lf %lu %lf", &ntasks,
+                            &inl, &wait, &pool, &stolen, &drained, &batch, &busy, &share, &sleeps,
+                            &asleep), 11);
+    ck_assert_uint_eq(ntasks, 1);
+    ck_assert_uint_ge(sleeps, 1);
+    ck_assert_msg(asleep >= 150, "asleep %.3f ms of a 300 ms wait", asleep);
+    ck_assert_msg(self + asleep <= total + 0.002, "self %.3f + asleep %.3f ms > total %.3f ms",
+                  self, asleep, total);
+    ck_assert_msg(busy <= self + 0.001 && self <= busy + 0.001, "busy %.3f ms, self %.3f ms",
+                  busy, self);
+    free(sum);
+    unlink(path);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
     Suite *s = suite_create("trace");
@@ -308,6 +394,7 @@ static Suite *trace_suite(void)
     tcase_add_test(tc, trace_to_stderr);
     tcase_add_test(tc, two_threads_fib15);
     tcase_add_loop_test(tc, cancelled_and_deadline_discards_are_traced, 0, 2);
+    tcase_add_test(tc, sleep_in_a_task_is_no_self_time);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,7 +17,9 @@
  *    task's queuing thread is the "s" thread), one flow per task that ran
  *    on a thread other than the one that queued it;
  *  - the task slices are the tasks sf_stats counts as run, by kind; the
- *    sleep slices are its sleeps; every thread with a slice is named;
+ *    "asleep" slices, each naming the task its get waits for, are its
+ *    sleeps; "nap" slices (a wait of no one task: a batch wait here) name
+ *    none; every thread with a slice is named;
  *  - each task slice is named by its task's function (static functions of
  *    this program, linked without -rdynamic, too), its kind in args.kind;
  *    a task discarded before it started is a "discard" instant.
@@ -114,7 +116,7 @@ static int track_of(int tid)
 
 struct tally {
     uint64_t kind[6]; /* slices by kind, in the order of kinds[] */
-    uint64_t tasks, sleeps, flows, foreign_runs, discards;
+    uint64_t tasks, sleeps, naps, flows, foreign_runs, discards;
     const char *fn[NAMES];   /* in: function names to count (NULL ends) */
     uint64_t fn_slices[NAMES]; /* out: the task slices named so */
 };
@@ -263,6 +265,10 @@ static struct tally check_trace_names(json_object *root, bool closed,
                 t.tasks++;
                 task_open[tid]++;
                 sliced[tid] = true;
+            } else if (strcmp(name, "nap") == 0) {
+                ck_assert_msg(strcmp(cat, "sleep") == 0, "event %zu: a nap of cat \"%s\"", e, cat);
+                ck_assert_msg(args == NULL, "event %zu: a nap names a task", e);
+                t.naps++;
             } else {
                 ck_assert_msg(strcmp(cat, "sleep") == 0 && strcmp(name, "asleep") == 0,
                               "event %zu: a slice of cat \"%s\"", e, cat);

@@ -70,6 +70,10 @@ EXTRA_DIST += \
 	tools/sftrace/sample.json.schedule \
 	tools/sftrace/sample.profile \
 	tools/sftrace/sample.json.profile \
+	tools/sftrace/waits.trace \
+	tools/sftrace/waits.expected \
+	tools/sftrace/waits.json \
+	tools/sftrace/waits.json.expected \
 	docs/trace-format.md
 
 # A libFuzzer target for sftrace's readers, built and run by hand or by

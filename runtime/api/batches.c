@@ -123,6 +123,7 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
         uint64_t now = timed ? sf__now_ns() : 0;
         if (timed && now >= deadline_ns) {
             SF__BUMP(sf__sched(me)->c_timeouts);
+            SF__TRACE(me, BATCH_TIMEOUT, 0, 0);
             errno = ETIMEDOUT;
             return -1;
         }
@@ -145,7 +146,7 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
         long n = sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap;
         if (timed && (uint64_t)n > deadline_ns - now)
             n = (long)(deadline_ns - now); /* >= 1: a sleep, not "no limit" */
-        sf__batch_sleep(b, n);
+        sf__batch_sleep(me, b, n);
         sf__hang_napped(me, SF__HANG_BATCH, b, 0); /* SF_HANG_REPORT (hang.h) */
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
     }

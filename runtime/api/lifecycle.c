@@ -79,6 +79,7 @@ static struct {
 static void *watch_main(void *arg)
 {
     (void)arg;
+    sf__thread_name("sf-shutdown", -1); /* docs/threads.md */
     /* Acquire: pairs with the store in sf__lifecycle_sweeper (the pointer
      * is all it publishes; whoever started us read it non-NULL). */
     void (*sweep)(void **, const struct sf__thread *, uint64_t, bool) =
@@ -155,7 +156,8 @@ static void watch_end(void)
 
 /* A thread that used libsf exits: nobody will answer a request for its
  * private tasks any more, so make them all public now (blocked getters and
- * idle workers can then help with them), and write its trace lines. */
+ * idle workers can then help with them), write its trace lines, and add
+ * its CPU time to its row. */
 static void on_thread_exit(struct sf__thread *t)
 {
 #ifdef SF_DEBUG
@@ -174,6 +176,8 @@ static void on_thread_exit(struct sf__thread *t)
     /* No fiber of it is parked (an outermost call drains them before it
      * returns, park.c): their stacks go with it. */
     sf__park_release(t);
+    /* Its CPU time stays in its row, read from its clock until now. */
+    sf__thread_cpu_stop(t);
     /* Nobody asks this thread for a message any more (sf.h). */
     free(sf__entry(t)->task_msg);
     sf__entry(t)->task_msg = NULL;
@@ -269,7 +273,7 @@ static int start_runtime(struct sf__cfg *c)
     threads_cfg = c->threads;
     sf__hang_start(c->hang_s); /* before any worker exists (hang.h) */
     stats_cfg = c->stats;
-    sf__pool_configure(c->threads - 1, c->stack_size);
+    sf__pool_configure(c->threads - 1, c->stack_size, c->on_thread_start, c->ctx);
     /* Release: a thread that sees UP (acquire, sf__enter_slow) sees the
      * configuration above. */
     atomic_store_explicit(&state, SF__UP, memory_order_release);
@@ -304,6 +308,14 @@ SF_EXPORT int sf_init(const sf_config *cfg)
     struct sf__cfg c;
     if (sf__config_resolve(cfg, &c) != 0)
         return -1;
+    if (sf__call_inside()) {
+        /* A task, a hook: the runtime is up or stopping. Said without taking
+         * `life`, which a start that waits for its workers' start hooks
+         * holds (pool.c, worker_start). */
+        free(c.trace_file);
+        errno = EBUSY;
+        return -1;
+    }
     sf__lock(&life);
     int rc;
     /* Relaxed: state is written only under `life`, which we hold. */
@@ -466,7 +478,9 @@ static void check_never_got(struct sf__thread *t, const char *name)
 static long refuse_reentrant(const char *name)
 {
     struct sf__thread *me = sf__thread_self();
-    if (me != NULL && (sf__sched(me)->cur != NULL || me->is_worker)) {
+    if (sf__pool_in_start_hook()) {
+        fprintf(stderr, "libsf: %s() called from an on_thread_start hook; ignored\n", name);
+    } else if (me != NULL && (sf__sched(me)->cur != NULL || me->is_worker)) {
         fprintf(stderr, "libsf: %s() called from inside a task; ignored\n", name);
     } else if (sf__failure_in_hook()) {
         fprintf(stderr, "libsf: %s() called from an unhandled-failure hook; ignored\n", name);

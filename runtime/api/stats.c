@@ -53,14 +53,18 @@ static void row_of(struct sf__thread *t, sf_thread_stats *r)
     r->avg_task_ns = r->executed != 0 ? r->busy_ns / r->executed : 0;
     r->timeouts = LOAD(sf__sched(t)->c_timeouts);
     r->promises = LOAD(sf__sched(t)->c_promises);
+    r->asleep_ns = LOAD(sf__sched(t)->c_asleep_ns);
+    r->cpu_ns = sf__thread_cpu_ns(t); /* its clock, if it lives (thread.c) */
 }
 
-/* A thread has a row if it is a worker or has done anything at all. */
+/* A thread has a row if it is a worker or has done anything at all (its
+ * CPU time alone, which any registered thread has, makes none). */
 static bool has_row(const sf_thread_stats *r)
 {
     return r->is_worker || r->asleep || r->created || r->executed || r->discarded ||
            r->cancelled || r->gets_blocked || r->steals_tried || r->sleeps ||
-           r->fresh_stacks || r->parks || r->busy_ns || r->timeouts || r->promises;
+           r->fresh_stacks || r->parks || r->busy_ns || r->timeouts || r->promises ||
+           r->asleep_ns;
 }
 
 void sf__stats_sum(sf_stats *out)
@@ -107,13 +111,14 @@ static void print_row(FILE *o, const char *who, const char *kind, const sf_threa
 {
     fprintf(o,
             "%6s %-6s %10llu %10llu %10llu %10llu %8llu %10llu %10llu %7llu %8llu %7llu %10.2f "
-            "%9llu %8llu %8llu\n",
+            "%9llu %10.2f %10.2f %8llu %8llu\n",
             who, kind, (unsigned long long)r->executed, (unsigned long long)r->run_inline,
             (unsigned long long)r->run_pool, (unsigned long long)r->run_stolen,
             (unsigned long long)r->run_drained, (unsigned long long)r->steals_tried,
             (unsigned long long)r->steals_failed, (unsigned long long)r->sleeps,
             (unsigned long long)r->parks, (unsigned long long)r->idle_sleeps,
             (double)r->busy_ns / 1e6, (unsigned long long)r->avg_task_ns,
+            (double)r->asleep_ns / 1e6, (double)r->cpu_ns / 1e6,
             (unsigned long long)r->timeouts, (unsigned long long)r->promises);
 }
 
@@ -149,6 +154,8 @@ void sf__stats_print(int threads)
         tot.busy_ns += rows[i].busy_ns;
         tot.timeouts += rows[i].timeouts;
         tot.promises += rows[i].promises;
+        tot.asleep_ns += rows[i].asleep_ns;
+        tot.cpu_ns += rows[i].cpu_ns;
     }
     tot.avg_task_ns = tot.executed != 0 ? tot.busy_ns / tot.executed : 0;
     fprintf(o, "libsf stats: %d thread%s (%d pool worker%s), %llu tasks created, %llu run, "
@@ -156,9 +163,11 @@ void sf__stats_print(int threads)
             threads, threads == 1 ? "" : "s", LOAD(sf__pool.workers), LOAD(sf__pool.workers) == 1 ? "" : "s",
             (unsigned long long)tot.created, (unsigned long long)tot.executed,
             (unsigned long long)tot.discarded, (unsigned long long)tot.cancelled);
-    fprintf(o, "%6s %-6s %10s %10s %10s %10s %8s %10s %10s %7s %8s %7s %10s %9s %8s %8s\n",
+    fprintf(o, "%6s %-6s %10s %10s %10s %10s %8s %10s %10s %7s %8s %7s %10s %9s %10s %10s %8s "
+               "%8s\n",
             "thread", "kind", "executed", "inline", "pool", "stolen", "drained", "steals",
-            "failed", "sleeps", "parks", "idle", "busy_ms", "avg_ns", "timeouts", "promises");
+            "failed", "sleeps", "parks", "idle", "busy_ms", "avg_ns", "asleep_ms", "cpu_ms",
+            "timeouts", "promises");
     for (int i = 0; i < n; i++) {
         char id[16];
         snprintf(id, sizeof id, "%d", rows[i].id);

@@ -191,10 +191,13 @@ static void sleep_on_any(struct sf__thread *me, sf_future *const *fs, int n,
                                                                : deadline_ns;
         /* The kernel compares each word again: a DONE stored after our load
          * returns at once. The fallback sleeps on the first future (none is
-         * done: the lowest not done), at least 1 ns (0 would be no limit). */
+         * done: the lowest not done), at least 1 ns (0 would be no limit).
+         * A nap: it names no one future (trace.h). */
+        uint64_t began = sf__nap_begin(me);
         if (sf__futex_waitv(words, vals, n, until) != 0)
             sf__futex_wait(words[0], vals[0],
                            until - now < (uint64_t)ANY_NAP_NS ? (long)(until - now) : ANY_NAP_NS);
+        sf__nap_end(me, began);
     }
     /* Relaxed: as in sleep_on; a stale count costs a spurious wake. */
     atomic_store_explicit(&sf__sched(me)->asleep, 0, memory_order_relaxed);

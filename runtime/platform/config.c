@@ -143,6 +143,8 @@ int sf__config_resolve(const sf_config *cfg, struct sf__cfg *out)
     out->stats = cfg->stats == SF_STATS_ON || (cfg->stats == SF_STATS_FROM_ENV && env_stats());
     out->hang_s = env_hang();
     out->stack_size = cfg->stack_size != 0 ? cfg->stack_size : DEFAULT_STACK;
+    out->on_thread_start = cfg->on_thread_start; /* no variable: sf_init() alone sets it */
+    out->ctx = cfg->ctx;
     out->trace_file = NULL;
     out->trace_file_from_env = false;
     const char *path = cfg->trace_file;

@@ -18,6 +18,8 @@ struct sf__cfg {
     size_t stack_size;         /* of each pool worker */
     bool stats;                /* print the statistics table at shutdown (stats.c) */
     double hang_s;             /* SF_HANG_REPORT: report a stall this long (hang.c); 0 off */
+    void (*on_thread_start)(int index, void *ctx); /* sf_config's, or NULL (pool.c) */
+    void *ctx;                 /* its argument */
 };
 
 /* Fills *out from cfg (NULL: all from the environment). Returns 0, or -1 with

@@ -7,6 +7,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -119,11 +120,42 @@ void sf__stack_bounds(uintptr_t *lo, size_t *size)
     *size = n;
 }
 
+void sf__thread_name(const char *prefix, int index)
+{
+    char name[16]; /* the kernel's TASK_COMM_LEN: 15 bytes and the NUL */
+    if (index < 0)
+        snprintf(name, sizeof name, "%s", prefix);
+    else
+        snprintf(name, sizeof name, "%s%d", prefix, index);
+    int saved = errno;
+    (void)pthread_setname_np(pthread_self(), name); /* a name is a courtesy: errors ignored */
+    errno = saved;
+}
+
 uint64_t sf__now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool sf__cpu_clock_self(clockid_t *clock)
+{
+    /* pthread_getcpuclockid returns an error number and leaves errno alone. */
+    return pthread_getcpuclockid(pthread_self(), clock) == 0;
+}
+
+bool sf__cpu_ns(clockid_t clock, uint64_t *ns)
+{
+    struct timespec ts;
+    int saved = errno;
+    /* A thread clock of a thread that exited reads EINVAL: the kernel looks
+     * the thread up in this process at every read. */
+    bool ok = clock_gettime(clock, &ts) == 0;
+    errno = saved;
+    if (ok)
+        *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return ok;
 }
 
 void sf__memory_discard(void *p, size_t n)

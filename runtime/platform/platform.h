@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define SF__LIKELY(x) __builtin_expect(!!(x), 1)
 #define SF__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -96,8 +97,20 @@ static inline uint32_t *sf__futex_low_half(_Atomic uint64_t *word)
  * down on every architecture libsf runs on). 0 and 0 when unknown. */
 void sf__stack_bounds(uintptr_t *lo, size_t *size);
 
+/* Names the calling thread `prefix` followed by index (none if index < 0),
+ * cut to the 15 bytes Linux keeps (ps, top, gdb and perf show it). */
+void sf__thread_name(const char *prefix, int index);
+
 /* Monotonic nanoseconds. */
 uint64_t sf__now_ns(void);
+/* The calling thread's CPU clock (pthread_getcpuclockid), which any thread
+ * of the process may read with sf__cpu_ns while this one lives: true with
+ * it in *clock, false when the system gives none. Keeps errno. */
+bool sf__cpu_clock_self(clockid_t *clock);
+/* The CPU time, in nanoseconds, that the thread of `clock` has used: true
+ * with it in *ns, false once that thread is gone (the kernel finds no such
+ * thread) or the clock cannot be read. Keeps errno. */
+bool sf__cpu_ns(clockid_t clock, uint64_t *ns);
 /* The sf__now_ns time `seconds` (>= 0, not NaN) from now; UINT64_MAX (no
  * deadline) from 10^9 seconds on (infinity too): beyond that it would not fit
  * 64 bits of nanoseconds safely. */

@@ -318,7 +318,7 @@ void sf__batch_finished(struct sf_batch *b)
         destroy(b);
 }
 
-void sf__batch_sleep(struct sf_batch *b, long nap_ns)
+void sf__batch_sleep(struct sf__thread *me, struct sf_batch *b, long nap_ns)
 {
     sf__lock(&b->lock);
     if (b->head != b->tail || b->outstanding == 0) {
@@ -330,7 +330,9 @@ void sf__batch_sleep(struct sf_batch *b, long nap_ns)
      * this read changes the word before the futex compares it. */
     uint32_t seen = atomic_load_explicit(&b->wake, memory_order_relaxed);
     sf__unlock(&b->lock);
+    uint64_t began = sf__nap_begin(me);
     sf__futex_wait(&b->wake, seen, nap_ns);
+    sf__nap_end(me, began);
     sf__lock(&b->lock);
     b->sleepers--;
     sf__unlock(&b->lock);

@@ -84,9 +84,9 @@ struct sf_batch *sf__batch_of(uint64_t s);
 void sf__batch_finished(struct sf_batch *b);
 /* b's unfinished tasks (a snapshot). */
 uint64_t sf__batch_outstanding(struct sf_batch *b);
-/* sf_batch_wait with nothing to run: sleeps until b gets a pending task or
- * drains, or nap_ns pass. */
-void sf__batch_sleep(struct sf_batch *b, long nap_ns);
+/* sf_batch_wait on thread me with nothing to run: sleeps until b gets a
+ * pending task or drains, or nap_ns pass (a nap: trace.h). */
+void sf__batch_sleep(struct sf__thread *me, struct sf_batch *b, long nap_ns);
 /* No more adds; b frees itself once drained (maybe now). */
 void sf__batch_close(struct sf_batch *b);
 /* sf_shutdown, once every task ran and no thread uses libsf: frees every

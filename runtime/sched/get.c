@@ -204,6 +204,7 @@ static void *fresh_main(void *arg)
     if (me == NULL) {
         fr->err = errno != 0 ? errno : ENOMEM;
     } else {
+        sf__thread_name("sf-fresh-", me->id); /* docs/threads.md */
         errno = 0;
         (void)sf__get_slow(me, fr->f, fr->isolated);
         int e = errno;
@@ -247,7 +248,9 @@ static int get_on_fresh_stack(struct sf__thread *me, sf_future *f, bool isolated
     while (!atomic_load_explicit(&fr.over, memory_order_relaxed)) {
         if (sf__park_any(me) && sf__park_resume_ready(me, NULL))
             continue;
+        uint64_t began = sf__nap_begin(me);
         sf__futex_wait(&fr.over, 0, sf__park_any(me) ? SF__PARKED_NAP_NS : 0);
+        sf__nap_end(me, began);
     }
     pthread_join(t, NULL);
     end_wait(me, outer);
@@ -350,10 +353,13 @@ static void sleep_on(struct sf__thread *me, sf_future *f, long nap_ns)
      * waiters count and wakes us, or we see its DONE here. */
     sf__fence_heavy();
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
-    if (sf__status(s) != SF__DONE)
+    if (sf__status(s) != SF__DONE) {
         /* The kernel compares the word again, so a DONE stored after our
-         * load makes this return at once. */
+         * load makes this return at once. Timed: not busy (thread.h). */
+        uint64_t began = sf__sleep_begin();
         sf__futex_wait(sf__future_futex(f), (uint32_t)s, nap_ns);
+        sf__sleep_end(me, began);
+    }
     /* Relaxed: a statistic, and a count a runner reads only to decide
      * whether to wake; a stale non-zero costs one spurious wake. */
     atomic_store_explicit(&sf__sched(me)->asleep, 0, memory_order_relaxed);

@@ -39,6 +39,9 @@ struct sf__pool {
     int nstarted;
     size_t stack_size;                       /* of workers, and of fresh stacks (get.c) */
     pthread_t *tids;
+    void (*on_thread_start)(int index, void *ctx); /* sf_config's, or NULL (pool.c,
+                                              * worker_start); set with stack_size */
+    void *start_ctx;                         /* its argument */
 };
 extern struct sf__pool sf__pool;
 

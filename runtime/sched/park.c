@@ -457,17 +457,20 @@ bool sf__park_resume_ready(struct sf__thread *me, sf_future *f)
     return true;
 }
 
-/* Sleeps until f is DONE or nap_ns pass: get.c's sleep without its
- * bookkeeping (a drain is no get). */
-static void nap_on(sf_future *f, long nap_ns)
+/* Sleeps until f is DONE or nap_ns pass: get.c's sleep without a get's
+ * bookkeeping (a drain is no get), a nap (trace.h). */
+static void nap_on(struct sf__thread *me, sf_future *f, long nap_ns)
 {
     /* Relaxed: the heavy fence orders the increment before the state's
      * load, the Dekker pair with the runner's light fence (run.h). */
     atomic_fetch_add_explicit(&f->waiters, 1, memory_order_relaxed);
     sf__fence_heavy();
     uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
-    if (sf__status(s) != SF__DONE)
+    if (sf__status(s) != SF__DONE) {
+        uint64_t began = sf__nap_begin(me);
         sf__futex_wait(sf__future_futex(f), (uint32_t)s, nap_ns);
+        sf__nap_end(me, began);
+    }
     atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
 }
 
@@ -496,12 +499,14 @@ static void nap_for_parked(struct sf__thread *me)
         /* Relaxed: our own store. */
         sf_future *w = atomic_load_explicit(&fb->waiting_on, memory_order_relaxed);
         if (w != NULL) {
-            nap_on(w, SF__PARKED_NAP_NS);
+            nap_on(me, w, SF__PARKED_NAP_NS);
             return;
         }
     }
     struct timespec ts = {0, 100000L};
+    uint64_t began = sf__nap_begin(me);
     nanosleep(&ts, NULL);
+    sf__nap_end(me, began);
 }
 
 void sf__park_wait_local(struct sf__thread *me, sf_future *f)

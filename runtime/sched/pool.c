@@ -137,11 +137,31 @@ static void start_searching(void)
     atomic_fetch_add_explicit(&sf__pool.searching, 1, memory_order_relaxed);
 }
 
+/* A worker inside its start hook: a refused sf_shutdown() says so (lifecycle.c). */
+static __thread bool in_start_hook;
+
+bool sf__pool_in_start_hook(void) { return in_start_hook; }
+
+/* A worker registered, before it runs a task or counts as started (so
+ * sf_init() returns after this): its name, then the program's hook
+ * (docs/threads.md). */
+static void worker_start(struct sf__thread *me)
+{
+    sf__thread_name("sf-worker-", me->id);
+    if (sf__pool.on_thread_start != NULL) {
+        in_start_hook = true;
+        sf__pool.on_thread_start(me->id, sf__pool.start_ctx);
+        in_start_hook = false;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
     sf__call_begin_for_life();
     struct sf__thread *me = sf__thread_register(true, sf__pool.stack_size);
+    if (me != NULL)
+        worker_start(me);
     /* Release: sf__pool_start reads the counts (acquire) before it reports
      * the pool. */
     if (me == NULL) /* no struct: this worker never runs, the rest still do */
@@ -259,8 +279,11 @@ void sf__pool_shed(struct sf__thread *me, sf_future *f, uint64_t claimed)
     atomic_fetch_add_explicit(&sf__pool.shed, 1, memory_order_relaxed);
 }
 
-void sf__pool_configure(int workers, size_t stack_size)
+void sf__pool_configure(int workers, size_t stack_size,
+                        void (*on_thread_start)(int index, void *ctx), void *ctx)
 {
+    sf__pool.on_thread_start = on_thread_start;
+    sf__pool.start_ctx = ctx;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bool oversubscribed = cpus > 0 && workers + 1 > cpus;
     idle_spins = oversubscribed ? 1 : IDLE_SPINS;

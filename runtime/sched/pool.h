@@ -16,9 +16,14 @@ struct sf__thread;
  * it. */
 int sf__pool_start(int workers, int *err);
 /* Sets what every thread reads of the pool without synchronising with its
- * start (the wake policy, the stack size of workers and fresh stacks): call
- * before the runtime is published to other threads. */
-void sf__pool_configure(int workers, size_t stack_size);
+ * start (the wake policy, the stack size of workers and fresh stacks, the
+ * workers' start hook and its argument): call before the runtime is
+ * published to other threads. */
+void sf__pool_configure(int workers, size_t stack_size,
+                        void (*on_thread_start)(int index, void *ctx), void *ctx);
+/* Is the calling thread a worker inside its start hook (sf_config's
+ * on_thread_start), which its sf_init() caller waits for? */
+bool sf__pool_in_start_hook(void);
 /* Stops and joins every worker. Takes no lock: a worker's last task may call
  * into libsf (sf_init, sf_shutdown) and must find no lock held. */
 void sf__pool_stop(void);

@@ -119,8 +119,12 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
 {
     /* The clock is read before the claim's task starts and after its
      * completion is published: the task's whole time, and its nested ones',
-     * and no more than two reads per outermost task. */
+     * and no more than two reads per outermost task. Less this thread's
+     * sleeps meanwhile (thread.h, Sleep time): each lies within the two
+     * reads, so the difference is never negative. Relaxed: our own
+     * counter. */
     uint64_t t0 = sf__now_ns();
+    uint64_t slept = atomic_load_explicit(&sf__sched(me)->c_asleep_ns, memory_order_relaxed);
     /* A task runs here now: gets in it may take the fast path (run.h). */
     sf__sched(me)->stack_red = sf__sched(me)->stack_red_task;
     /* batch stays a variable here: one branch, off the fast path. */
@@ -128,7 +132,9 @@ uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed
     uint64_t done = traced ? sf__run_body(me, f, claimed, how, true, NULL, kind).done
                            : sf__run_body(me, f, claimed, how, false, NULL, kind).done;
     sf__sched(me)->stack_red = UINTPTR_MAX;
-    SF__ADD(sf__sched(me)->c_busy_ns, sf__now_ns() - t0);
+    slept = atomic_load_explicit(&sf__sched(me)->c_asleep_ns, memory_order_relaxed) - slept;
+    uint64_t ran = sf__now_ns() - t0;
+    SF__ADD(sf__sched(me)->c_busy_ns, ran > slept ? ran - slept : 0);
     return done;
 }
 

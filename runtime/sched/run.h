@@ -52,7 +52,8 @@ void sf__run_cancelled(struct sf__thread *me, sf_future *f, uint64_t claimed);
 void sf__run_orphan_failed(struct sf__thread *me, sf_future *f, uint64_t done);
 
 /* sf__run of a task that no other task encloses on this thread (me->cur is
- * NULL): the same, timed into sf__sched(me)->c_busy_ns (run.c). */
+ * NULL): the same, timed into sf__sched(me)->c_busy_ns less the thread's
+ * sleeps meanwhile (run.c). */
 uint64_t sf__run_outermost(struct sf__thread *me, sf_future *f, uint64_t claimed,
                            enum sf__how how, bool traced, bool batch);
 
@@ -201,12 +202,12 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
  * stored (FAILED tells a failure).
  *
  * Busy time (sf.h, sf_thread_stats.busy_ns) is the time a thread spends
- * inside tasks: only an outermost execution - one that no other task
- * encloses on this thread (me->cur NULL) - is timed, from before its start
- * to after its completion, and everything nested in it (its gets, the
- * tasks they run, their waits) lies within. A thread's first task, a
- * worker's every take, a foreign thread's outermost get go out of line
- * here.
+ * inside tasks, awake: only an outermost execution - one that no other
+ * task encloses on this thread (me->cur NULL) - is timed, from before its
+ * start to after its completion, and everything nested in it (its gets, the
+ * tasks they run, their waits) lies within; the thread's sleeps meanwhile
+ * (thread.h, Sleep time) are taken out. A thread's first task, a worker's
+ * every take, a foreign thread's outermost get go out of line here.
  *
  * The fork-join fast path (get.h) does not come here: it calls
  * sf__run_body directly, and pays nothing for busy time, not even a

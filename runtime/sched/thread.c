@@ -63,7 +63,85 @@ struct sf__thread *sf__thread_register(bool worker, size_t stack_hint)
     s->region = 0;
     s->outer_help = 0;
     measure_stack(s, stack_hint);
+    sf__thread_cpu_start(t);
     return t;
+}
+
+/*
+ * CPU time. A row's CPU time is its threads' (a struct goes to the next
+ * thread that registers, with its counts): each thread's from its
+ * registration on - its own code's between libsf calls too, for a thread of
+ * the program - and the CPU clock says it. A live thread's is read from its
+ * clock (pthread_getcpuclockid, taken at registration) by whoever reads the
+ * row, so a worker that never sleeps is up to date too and the thread
+ * itself pays nothing after its registration. At its exit (lifecycle.c,
+ * the registry's exit hook) a thread adds what it used to c_cpu_ns and
+ * stops being live: a thread that has exited has no clock to read. The
+ * writes go under cpu_seq, as a fiber's wait record does (park.c,
+ * sf__wait_publish): the odd seq first, release stores after it. A reader
+ * that catches an exit between its check and its read of the clock finds
+ * the clock gone (no time added) or still there (the exit's sum not yet
+ * read): a snapshot a moment old, never the exited thread's time twice.
+ */
+static void cpu_write(struct sf__sched *s, uint64_t done, uint64_t base, clockid_t clock,
+                      bool live)
+{
+    /* Relaxed: the owner's own seq. */
+    uint64_t seq = atomic_load_explicit(&s->cpu_seq, memory_order_relaxed);
+    atomic_store_explicit(&s->cpu_seq, seq + 1, memory_order_relaxed);
+    atomic_store_explicit(&s->c_cpu_ns, done, memory_order_release);
+    atomic_store_explicit(&s->cpu_base, base, memory_order_release);
+    atomic_store_explicit(&s->cpu_clock, clock, memory_order_release);
+    atomic_store_explicit(&s->cpu_live, live, memory_order_release);
+    atomic_store_explicit(&s->cpu_seq, seq + 2, memory_order_release);
+}
+
+void sf__thread_cpu_start(struct sf__thread *t)
+{
+    struct sf__sched *s = sf__sched(t);
+    clockid_t clock;
+    uint64_t now;
+    /* Without a clock the row keeps what earlier threads used. Relaxed:
+     * the owner's own field. */
+    bool live = sf__cpu_clock_self(&clock) && sf__cpu_ns(clock, &now);
+    uint64_t done = atomic_load_explicit(&s->c_cpu_ns, memory_order_relaxed);
+    cpu_write(s, done, live ? now : 0, live ? clock : 0, live);
+}
+
+void sf__thread_cpu_stop(struct sf__thread *t)
+{
+    struct sf__sched *s = sf__sched(t);
+    /* Relaxed, all: the owner's own fields. */
+    if (!atomic_load_explicit(&s->cpu_live, memory_order_relaxed))
+        return;
+    uint64_t done = atomic_load_explicit(&s->c_cpu_ns, memory_order_relaxed);
+    uint64_t base = atomic_load_explicit(&s->cpu_base, memory_order_relaxed), now;
+    if (sf__cpu_ns(atomic_load_explicit(&s->cpu_clock, memory_order_relaxed), &now) && now > base)
+        done += now - base;
+    cpu_write(s, done, 0, 0, false);
+}
+
+uint64_t sf__thread_cpu_ns(const struct sf__thread *t)
+{
+    const struct sf__sched *s = sf__sched(t);
+    uint64_t done, base, s1, s2;
+    clockid_t clock;
+    bool live;
+    /* Acquire, all: they keep their order, and pair with cpu_write's
+     * release stores (a reader that sees a new field sees the odd seq
+     * after it). A row being written is read again. */
+    do {
+        s1 = atomic_load_explicit(&s->cpu_seq, memory_order_acquire);
+        done = atomic_load_explicit(&s->c_cpu_ns, memory_order_acquire);
+        base = atomic_load_explicit(&s->cpu_base, memory_order_acquire);
+        clock = atomic_load_explicit(&s->cpu_clock, memory_order_acquire);
+        live = atomic_load_explicit(&s->cpu_live, memory_order_acquire);
+        s2 = atomic_load_explicit(&s->cpu_seq, memory_order_acquire);
+    } while (s1 != s2 || (s1 & 1));
+    uint64_t now;
+    if (live && sf__cpu_ns(clock, &now) && now > base)
+        done += now - base;
+    return done;
 }
 
 /* Relaxed loads, both: statistics (platform.h, SF__BUMP); a stale counter

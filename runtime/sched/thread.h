@@ -143,6 +143,17 @@ struct sf__sched {
     /* Timed waits (sf_wait_for, sf_wait_any, sf_batch_wait_for) that
      * returned ETIMEDOUT. */
     _Atomic uint64_t c_timeouts;
+    /* Time asleep in its gets' and waits' sleeps, in a task or not (Sleep
+     * time, below); c_busy_ns leaves out the part inside tasks (run.h). */
+    _Atomic uint64_t c_asleep_ns;
+    /* CPU time (thread.c, CPU time): c_cpu_ns, what the struct's earlier
+     * threads used (added at their exits); while a thread owns it
+     * (cpu_live), its CPU clock and that clock's reading at its
+     * registration. Written by the owner under cpu_seq, a seqlock (odd
+     * while it writes), read by anyone. */
+    _Atomic uint64_t c_cpu_ns, cpu_base, cpu_seq;
+    _Atomic clockid_t cpu_clock;
+    _Atomic bool cpu_live;
     /* The hang report's (hang.c, SF_HANG_REPORT). What this thread's wait
      * waits for, as of its last nap (hang_kind, hang_what, hang_n) and when
      * that nap ended (hang_at, 0: never): written by the owner after each
@@ -186,6 +197,28 @@ struct sf__thread *sf__thread_register(bool worker, size_t stack_hint);
 uint64_t sf__threads_queued(void);
 /* Threads asleep in a get now (their `asleep` flags). */
 int sf__threads_asleep(void);
+
+/*
+ * Sleep time. Every sleep of a get or a wait - the futex sleep of a get, a
+ * timed wait, sf_wait_any, a batch wait, a wait for parked fibers or for a
+ * fresh stack's thread - is timed around the sleep alone, into
+ * c_asleep_ns: a clock read before and after a system call that sleeps, and
+ * nothing on any path that does not sleep. Spinning, yielding and helping
+ * are no sleep (the tasks a wait helps with are busy time as ever).
+ * sf__run_outermost takes a task's sleeps out of its busy time (run.h).
+ */
+static inline uint64_t sf__sleep_begin(void) { return sf__now_ns(); }
+static inline void sf__sleep_end(struct sf__thread *me, uint64_t began)
+{
+    SF__ADD(sf__sched(me)->c_asleep_ns, sf__now_ns() - began);
+}
+
+/* CPU time (thread.c): the calling thread, registered as t, starts its
+ * count (at registration) or adds it to t's row (at its exit); anyone reads
+ * t's row, in nanoseconds. */
+void sf__thread_cpu_start(struct sf__thread *t);
+void sf__thread_cpu_stop(struct sf__thread *t);
+uint64_t sf__thread_cpu_ns(const struct sf__thread *t);
 
 /* Frees what every thread's scheduler part holds (the trace buffers), before
  * sf__registry_destroy frees the structs. Nobody may use them any more. */

@@ -576,7 +576,8 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         break;
     }
     case SF__EV_FDONE:
-    case SF__EV_WAKE: /* a slice's end names nothing */
+    case SF__EV_WAKE:
+    case SF__EV_NAP_END: /* a slice's end names nothing */
         if (ev == SF__EV_FDONE)
             sf__sched(t)->tdepth--;
         OUT(",{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu}\n", pid, tid, us,
@@ -586,6 +587,10 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"asleep\","
             "\"cat\":\"sleep\",\"args\":{\"task\":\"%d.%llu\"}}\n",
             pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
+    case SF__EV_NAP: /* a sleep, as a get's, of no one task */
+        OUT(",{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,\"name\":\"nap\","
+            "\"cat\":\"sleep\"}\n", pid, tid, us, frac);
         break;
     case SF__EV_PARK:
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
@@ -601,6 +606,11 @@ static int chrome_event(struct sf__thread *t, char *p, enum sf__event ev, uint64
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
             "\"name\":\"timeout\",\"cat\":\"wait\",\"args\":{\"task\":\"%d.%llu\"}}\n",
             pid, tid, us, frac, sf__tag_thread(a), (unsigned long long)sf__tag_seq(a));
+        break;
+    case SF__EV_BATCH_TIMEOUT:
+        OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"
+            "\"name\":\"timeout\",\"cat\":\"wait\",\"args\":{\"batch\":true}}\n",
+            pid, tid, us, frac);
         break;
     case SF__EV_IDLE:
         OUT(",{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%llu.%03llu,"

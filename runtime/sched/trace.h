@@ -97,4 +97,26 @@ void sf__trace_outside(enum sf__event ev, uint64_t a, uint64_t b);
             sf__trace_event((t), SF__EV_##ev, (uint64_t)(a), (uint64_t)(b));   \
     } while (0)
 
+/*
+ * The sleep of a wait that names no one task (the Nap and Nap End lines):
+ * timed into the thread's sleep time (thread.h, Sleep time) and, when
+ * tracing, logged, the thread's lines written out first as before a get's
+ * sleep (a sleeping thread's lines should be readable). sf__nap_end takes
+ * what sf__nap_begin returned.
+ */
+static inline uint64_t sf__nap_begin(struct sf__thread *me)
+{
+    if (SF__UNLIKELY(sf__trace_on)) {
+        sf__trace_event(me, SF__EV_NAP, 0, 0);
+        sf__trace_flush(me);
+    }
+    return sf__sleep_begin();
+}
+
+static inline void sf__nap_end(struct sf__thread *me, uint64_t began)
+{
+    sf__sleep_end(me, began);
+    SF__TRACE(me, NAP_END, 0, 0);
+}
+
 #endif /* SF_TRACE_H */

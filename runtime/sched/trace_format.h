@@ -57,6 +57,11 @@
     X(NON_PENDING, "Non Pending", "task", "a get waiting on task found nothing to run")   \
     X(SLEEP, "Sleep", "task", "that get went to sleep")                                   \
     X(WAKE, "Wake", "task", "it woke up")                                                 \
+    X(NAP, "Nap", "",                                                                      \
+      "a wait that sleeps on no one task went to sleep: `sf_wait_any`, `sf_batch_wait`, "  \
+      "a wait for this thread's parked fibers, or for a thread that runs a get on a "      \
+      "fresh stack")                                                                       \
+    X(NAP_END, "Nap End", "", "that wait woke up")                                        \
     X(GDONE, "GDone", "task", "the get that logged `GStart` returns")                     \
     X(DISCARD, "Discard", "task",                                                          \
       "the task never runs: its future was released or cancelled before it started (by "    \
@@ -73,6 +78,9 @@
       "a timed wait (`sf_wait_for`, `sf_wait_any`: its first future) gave up on task, not "  \
       "done, at its deadline; it ends the get that logged `GStart` (if any), and the task "  \
       "goes on")                                                                           \
+    X(BATCH_TIMEOUT, "Batch Timeout", "",                                                  \
+      "`sf_batch_wait_for` gave up at its deadline, a task of its batch not done; the "     \
+      "tasks go on")                                                                       \
     X(PROMISE, "Promise", "task",                                                         \
       "`sf_promise` made a promise, a future with no task, named as this thread's tasks "  \
       "are but numbered from 2^38 (274877906944) up")                                     \

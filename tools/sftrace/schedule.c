@@ -140,27 +140,75 @@ void sched_mark(struct sched *s, size_t tid, unsigned fiber, double t, enum sche
     sched_time(s, t);
 }
 
-double sched_busy(const struct sched_thread *t)
+void sched_global_mark(struct sched *s, double t, enum sched_mark_kind k)
 {
-    /* Slices are sorted by start: merge the outermost ones as they come. */
-    double busy = 0, from = 0, to = 0;
-    int any = 0;
+    if (s->ngm == s->gmcap) {
+        s->gmcap = s->gmcap ? s->gmcap * 2 : 4;
+        s->gm = xrealloc(s->gm, s->gmcap * sizeof *s->gm);
+    }
+    s->gm[s->ngm++] = (struct sched_mark){t, (uint8_t)k, 0};
+    sched_time(s, t);
+}
+
+struct span {
+    double from, to;
+};
+
+/* The union of t's slices that `pick` takes, as disjoint spans in order
+ * (slices are sorted by start: merged as they come) in *out (malloc'd);
+ * returns their number. */
+static size_t spans_of(const struct sched_thread *t, int (*pick)(const struct sched_slice *),
+                       struct span **out)
+{
+    struct span *v = NULL;
+    size_t n = 0, cap = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct sched_slice *x = &t->s[i];
-        if (x->kind >= SK_SLEEP || x->depth != 0)
+        if (!pick(x))
             continue;
-        if (any && x->t0 <= to) {
-            if (x->t1 > to)
-                to = x->t1;
+        if (n > 0 && x->t0 <= v[n - 1].to) {
+            if (x->t1 > v[n - 1].to)
+                v[n - 1].to = x->t1;
             continue;
         }
-        if (any)
-            busy += to - from;
-        from = x->t0;
-        to = x->t1;
-        any = 1;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = (struct span){x->t0, x->t1};
     }
-    return any ? busy + (to - from) : 0;
+    *out = v;
+    return n;
+}
+
+static int outermost_task(const struct sched_slice *x)
+{
+    return x->kind < SK_SLEEP && x->depth == 0;
+}
+
+static int asleep(const struct sched_slice *x) { return x->kind == SK_SLEEP; }
+
+double sched_busy(const struct sched_thread *t)
+{
+    struct span *run, *zz;
+    size_t nr = spans_of(t, outermost_task, &run), nz = spans_of(t, asleep, &zz);
+    double busy = 0;
+    for (size_t i = 0; i < nr; i++)
+        busy += run[i].to - run[i].from;
+    /* Less where the two unions meet: both in order, walked once. */
+    for (size_t i = 0, k = 0; i < nr && k < nz;) {
+        double from = run[i].from > zz[k].from ? run[i].from : zz[k].from;
+        double to = run[i].to < zz[k].to ? run[i].to : zz[k].to;
+        if (to > from)
+            busy -= to - from;
+        if (run[i].to < zz[k].to)
+            i++;
+        else
+            k++;
+    }
+    free(run);
+    free(zz);
+    return busy > 0 ? busy : 0;
 }
 
 /* By start, outer first at a tie. A parked span's depth is the number of
@@ -483,6 +531,15 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at, size_t 
                "a time in microseconds 0 to 1e14 (about 3 years)", &ts);
     if (got <= 0)
         return got < 0 ? -1 : jerr(s, at, "an event without ts");
+    if ((ph[0] == 'i' || ph[0] == 'I') && strcmp(jstr(ev, "s"), "g") == 0) {
+        /* A global instant belongs to no thread: a promise set from
+         * outside libsf's calls (its tid is 0 for the format's sake). */
+        if (strcmp(name, "set") == 0)
+            sched_global_mark(s, ts, SM_SET);
+        else
+            sched_time(s, ts);
+        return 0;
+    }
     sched_b_event(b, tid, ts);
     if (ph[0] == 'B') {
         const char *cat = jstr(ev, "cat");
@@ -508,8 +565,9 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at, size_t 
             k = SK_COUNT; /* a slice sftrace does not know: not drawn, but its E is its */
         }
         /* Its depth is the fiber's stack's, which is what libsf writes as
-         * args.depth (each fiber keeps its own). */
-        uint64_t task = 0; /* none named (an older trace): task 0.0 */
+         * args.depth (each fiber keeps its own). Its task: none named, a
+         * nap waits for no one task, and an older trace's sleep is 0.0. */
+        uint64_t task = k == SK_SLEEP && strcmp(name, "nap") == 0 ? SCHED_NO_TASK : 0;
         if (args != NULL && json_object_object_get_ex(args, "task", &v) &&
             !(json_object_is_type(v, json_type_string) && task_key(json_object_get_string(v), &task)))
             return jbad(&w, "args.task", v, TASK_WHAT);
@@ -525,6 +583,10 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at, size_t 
             sched_b_park(b, tid, fiber, ts);
         else if (strcmp(name, "resume") == 0) /* on the track of the fiber that runs */
             sched_b_resume(b, tid, fiber, ts);
+        else if (strcmp(name, "set") == 0)
+            sched_mark(s, tid, fiber, ts, SM_SET);
+        else if (strcmp(name, "timeout") == 0)
+            sched_mark(s, tid, fiber, ts, SM_TIMEOUT);
         else if (strcmp(name, "init") == 0) {
             /* SF_MAX_THREADS of include/sf.h: what sf_init takes */
             got = jnum(&w, args, "threads", "args.threads", 1, 1024, 1,
@@ -534,8 +596,7 @@ static int take_event(struct sched_build *b, json_object *ev, size_t at, size_t 
             if (got > 0)
                 s->threads_cfg = (uint64_t)threads;
         }
-        /* Other instants (discard, timeout, set, shutdown) are not part
-         * of the model. */
+        /* Other instants (discard, shutdown) are not part of the model. */
     }
     return 0;
 }
@@ -608,7 +669,7 @@ int sched_read_json(struct sched *s, const char *buf, size_t len)
 
 /* ---- the model as JSON Lines, and the picture drawn from it ---- */
 
-const char *const sched_mark_name[SM_COUNT] = {"park", "resume"};
+const char *const sched_mark_name[SM_COUNT] = {"park", "resume", "set", "timeout"};
 
 /* Writes o as one line and drops it; whether the write went well. */
 static int put_line(FILE *out, json_object *o)
@@ -667,7 +728,7 @@ int sched_write_json(const struct sched *s, FILE *out)
             json_object_object_add(o, "t1", jtime(x->t1));
             json_object_object_add(o, "depth", json_object_new_int64(x->depth));
             json_object_object_add(o, "fiber", json_object_new_int64(x->fiber));
-            if (x->kind <= SK_SLEEP) {
+            if (x->kind < SK_SLEEP || (x->kind == SK_SLEEP && x->task != SCHED_NO_TASK)) {
                 snprintf(task, sizeof task, "%" PRIu64 ".%" PRIu64, SCHED_TASK_THREAD(x->task),
                          SCHED_TASK_SEQ(x->task));
                 json_object_object_add(o, "task", json_object_new_string(task));
@@ -684,6 +745,12 @@ int sched_write_json(const struct sched *s, FILE *out)
             json_object_object_add(o, "fiber", json_object_new_int64(t->m[k].fiber));
             ok = put_line(out, o);
         }
+    }
+    for (size_t k = 0; k < s->ngm && ok; k++) {
+        o = json_object_new_object();
+        json_object_object_add(o, "mark", json_object_new_string(sched_mark_name[s->gm[k].kind]));
+        json_object_object_add(o, "t", jtime(s->gm[k].t));
+        ok = put_line(out, o);
     }
     return ok && !ferror(out) ? 0 : -1;
 }
@@ -753,6 +820,9 @@ void sched_free(struct sched *s)
     free(s->fn);
     s->fn = NULL;
     s->nfn = s->fncap = 0;
+    free(s->gm);
+    s->gm = NULL;
+    s->ngm = s->gmcap = 0;
 }
 
 /* ---- the summary ---- */
@@ -811,9 +881,10 @@ static void print_row(FILE *out, const char *id, const char *name, const struct 
         fprintf(out, " %6.1f", 100 * w->busy / whole);
     else
         fprintf(out, " %6s", "-");
-    fprintf(out, " %7" PRIu64 " %9.3f %9.3f %9.3f %6" PRIu64 " %7" PRIu64 "\n", w->sleeps,
-            w->asleep / 1000, w->longest_wait / 1000, w->idle / 1000, w->marks[SM_PARK],
-            w->marks[SM_RESUME]);
+    fprintf(out, " %7" PRIu64 " %9.3f %9.3f %9.3f %6" PRIu64 " %7" PRIu64 " %5" PRIu64
+            " %8" PRIu64 "\n", w->sleeps, w->asleep / 1000, w->longest_wait / 1000,
+            w->idle / 1000, w->marks[SM_PARK], w->marks[SM_RESUME], w->marks[SM_SET],
+            w->marks[SM_TIMEOUT]);
 }
 
 void sched_summary(const struct sched *s, FILE *out)
@@ -833,8 +904,8 @@ void sched_summary(const struct sched *s, FILE *out)
     for (int k = 0; k < SK_SLEEP; k++)
         fprintf(out, " %*s", k == SK_WAIT ? 8 : 7,
                 k == SK_WAIT ? "wait-inl" : k == SK_BATCH ? "batch" : sched_kind_name[k]);
-    fprintf(out, " %9s %6s %7s %9s %9s %9s %6s %7s\n", "busy ms", "busy%", "sleeps",
-            "asleep ms", "wait ms", "idle ms", "parks", "resumes");
+    fprintf(out, " %9s %6s %7s %9s %9s %9s %6s %7s %5s %8s\n", "busy ms", "busy%", "sleeps",
+            "asleep ms", "wait ms", "idle ms", "parks", "resumes", "sets", "timeouts");
     for (size_t i = 0; i < s->nthr; i++) {
         const struct sched_thread *t = &s->thr[i];
         if (!t->seen)
@@ -857,9 +928,12 @@ void sched_summary(const struct sched *s, FILE *out)
     }
     /* all: busy% is the share of every listed thread's time */
     print_row(out, "all", "", &all, span * (double)nthreads);
-    fprintf(out, "\nbusy: time in outermost tasks, on any fiber (a parked task counts, once); "
-                 "wait ms: the longest\nwait of one get asleep; parks: gets that parked their "
-                 "fiber; resumes: switches to a fiber\n");
+    if (s->ngm > 0)
+        fprintf(out, "\npromises set from outside libsf: %zu\n", s->ngm);
+    fprintf(out, "\nbusy: time in outermost tasks, on any fiber (a parked task counts, once), "
+                 "less sleeps; wait ms:\nthe longest wait of one get or wait asleep; parks: gets "
+                 "that parked their fiber; resumes:\nswitches to a fiber; sets: promises "
+                 "completed; timeouts: timed waits that gave up\n");
 }
 
 /* ---- the profile by function ---- */
@@ -883,17 +957,18 @@ static int cmp_prof(const void *a, const void *b)
     return strcmp(sc_fn(prof_sched, x->fn), sc_fn(prof_sched, y->fn));
 }
 
-/* One fiber's task slices and parked spans, from slice `from` of the
- * thread's (start order, outer first at a tie) into p, by function. A stack
- * of the slices open: a slice's start pops those that ended by then; its
- * time is taken from the innermost open one's self time, as is a parked
- * span's (which lies inside the innermost task open on the fiber). */
+/* One fiber's task slices, parked spans and sleeps, from slice `from` of
+ * the thread's (start order, outer first at a tie) into p, by function. A
+ * stack of the slices open: a slice's start pops those that ended by then;
+ * its time is taken from the innermost open one's self time, as is a parked
+ * span's and a sleep's (each lies inside the innermost task open on the
+ * fiber, if any). */
 static void prof_fiber(const struct sched_thread *t, unsigned fiber, struct prof *p)
 {
     size_t *stack = xrealloc(NULL, (t->n + 1) * sizeof *stack), n = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct sched_slice *x = &t->s[i];
-        if (x->fiber != fiber || (x->kind >= SK_SLEEP && x->kind != SK_PARKED))
+        if (x->fiber != fiber || (x->kind > SK_SLEEP && x->kind != SK_PARKED))
             continue;
         while (n > 0 && t->s[stack[n - 1]].t1 <= x->t0 &&
                !(t->s[stack[n - 1]].t1 == x->t0 && x->depth > t->s[stack[n - 1]].depth))
@@ -901,7 +976,7 @@ static void prof_fiber(const struct sched_thread *t, unsigned fiber, struct prof
         double d = x->t1 - x->t0;
         if (n > 0)
             p[t->s[stack[n - 1]].fn].self -= d;
-        if (x->kind == SK_PARKED)
+        if (x->kind >= SK_SLEEP)
             continue;
         struct prof *q = &p[x->fn];
         q->tasks++;
@@ -956,7 +1031,7 @@ void sched_profile(const struct sched *s, FILE *out)
     else
         fprintf(out, " %6s\n", "-");
     fprintf(out, "\ntotal: wall time in the function's tasks (a nested call of the same function "
-                 "counted once);\nself: less the tasks they ran nested and the time their fiber "
-                 "was parked (sleeps count);\nself%%: of the span times the threads\n");
+                 "counted once);\nself: less the tasks they ran nested, the time their fiber "
+                 "was parked and their sleeps;\nself%%: of the span times the threads\n");
     free(p);
 }

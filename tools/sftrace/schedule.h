@@ -1,9 +1,10 @@
 /*
  * schedule.h - sftrace's picture of a schedule, whatever format it came
  * from: per thread, the task slices (with their kind, fiber and nesting
- * depth), the sleeps of its gets, the idle spells of a pool worker, the
- * spans a fiber spent parked with tasks open on it, and the park and resume
- * instants. The text trace (sftrace.c) and the Chrome JSON trace
+ * depth), the sleeps of its gets and waits, the idle spells of a pool
+ * worker, the spans a fiber spent parked with tasks open on it, and the
+ * park, resume, promise-set and timeout instants; and the promises set
+ * from outside libsf, at no thread. The text trace (sftrace.c) and the Chrome JSON trace
  * (schedule.c, sched_read_json) both fill it; the per-thread summary
  * (sched_summary) and the picture (sched_write_json's lines, drawn by
  * sftrace-plot with matplotlib) read it.
@@ -36,7 +37,8 @@ enum sched_kind {
     SK_STOLEN,  /* run by a blocked get, helping */
     SK_DRAINED, /* run by sf_shutdown */
     SK_BATCH,   /* run by sf_batch_wait, helping its batch ("batch-wait") */
-    SK_SLEEP,   /* a get asleep (not a task) */
+    SK_SLEEP,   /* a get or a wait asleep (not a task; a wait of no one
+                 * task - the trace's Nap - has task SCHED_NO_TASK) */
     SK_IDLE,    /* a pool worker idle, from Idle to its next event */
     SK_PARKED,  /* a fiber parked with `depth` task slices open on it, from
                  * the switch away from it to the switch back (not a task;
@@ -71,11 +73,15 @@ static inline uint64_t sched_task(uint64_t thread, uint64_t seq)
 }
 #define SCHED_TASK_THREAD(key) ((key) >> 40)
 #define SCHED_TASK_SEQ(key) ((key) & ((UINT64_C(1) << 40) - 1))
+/* The task of a sleep that waits for no one task (the trace's Nap): above
+ * every sched_task(). */
+#define SCHED_NO_TASK UINT64_MAX
 
 struct sched_slice {
     double t0, t1;
     uint64_t task;  /* the task (kind < SK_SLEEP) or awaited task (SK_SLEEP):
-                     * sched_task(); 0 for SK_IDLE, SK_PARKED */
+                     * sched_task(), or SCHED_NO_TASK for a sleep of no one
+                     * task; 0 for SK_IDLE, SK_PARKED */
     uint32_t depth; /* task slices open below it on its fiber (SK_PARKED:
                      * task slices open on the parked fiber) */
     uint32_t fn;    /* a task slice's function: 1 + its index in sched.fn;
@@ -86,9 +92,13 @@ struct sched_slice {
 
 /* An instant of a thread's fibers. */
 enum sched_mark_kind {
-    SM_PARK,   /* a get parks the fiber it runs on (text Park, JSON park) */
-    SM_RESUME, /* the thread switches to the fiber: a parked one goes on, or
-                * a fresh one starts (text Fiber, JSON resume) */
+    SM_PARK,    /* a get parks the fiber it runs on (text Park, JSON park) */
+    SM_RESUME,  /* the thread switches to the fiber: a parked one goes on, or
+                 * a fresh one starts (text Fiber, JSON resume) */
+    SM_SET,     /* a promise completed: set, failed or cancelled (text Set,
+                 * JSON set) */
+    SM_TIMEOUT, /* a timed wait gave up at its deadline (text Timeout and
+                 * Batch Timeout, JSON timeout) */
     SM_COUNT
 };
 
@@ -97,7 +107,8 @@ extern const char *const sched_mark_name[SM_COUNT];
 struct sched_mark {
     double t;
     uint8_t kind;  /* enum sched_mark_kind */
-    uint8_t fiber; /* the fiber that parks, or that runs from t on */
+    uint8_t fiber; /* the fiber that parks, that runs from t on, or that
+                    * sets or times out */
 };
 
 struct sched_thread {
@@ -119,6 +130,9 @@ struct sched {
     const char *name;         /* the trace's file name, for titles */
     char **fn;                /* the task functions named, each once */
     size_t nfn, fncap;
+    struct sched_mark *gm;    /* marks of no thread: promises set from outside
+                               * libsf's calls (SM_SET), in the trace's order */
+    size_t ngm, gmcap;
 };
 
 /* The number of function `name` in s (1 and up: sched_slice.fn), added if
@@ -131,8 +145,10 @@ struct sched_thread *sched_thread(struct sched *s, size_t tid);
 /* Adds a slice on fiber `fiber` (0 to SCHED_MAX_FIBER) of thread tid. */
 void sched_add(struct sched *s, size_t tid, unsigned fiber, double t0, double t1,
                enum sched_kind k, uint32_t depth, uint64_t task);
-/* Adds a park or resume instant; a thread's marks come in its order. */
+/* Adds an instant of thread tid's; a thread's marks come in its order. */
 void sched_mark(struct sched *s, size_t tid, unsigned fiber, double t, enum sched_mark_kind k);
+/* Adds an instant of no thread (s->gm). */
+void sched_global_mark(struct sched *s, double t, enum sched_mark_kind k);
 /* Sorts every thread's slices by start (outer before inner at a tie):
  * slices are added at their end. */
 void sched_sort(struct sched *s);
@@ -182,22 +198,24 @@ int sched_read_json(struct sched *s, const char *buf, size_t len);
 
 /* A thread's busy time: the union of its outermost task slices over all its
  * fibers, so that a task parked on one fiber while a helped task runs on
- * another counts once. */
+ * another counts once, less its sleeps within it (the thread is asleep
+ * there, whatever task is open). */
 double sched_busy(const struct sched_thread *t);
 
 /* Frees what the model holds. */
 void sched_free(struct sched *s);
 
 /* Per thread: tasks run by kind, busy time and share, sleeps, time asleep,
- * the longest wait, idle time, parks and resumes; then the totals. */
+ * the longest wait, idle time, parks, resumes, promises set and timeouts;
+ * then the totals, and the promises set from outside libsf if any. */
 void sched_summary(const struct sched *s, FILE *out);
 
 /*
  * The profile by function: per task function, its tasks, total time (the
  * wall time of its slices, a slice nested on its fiber in one of the same
  * function counted once, inside the outer), self time (its slices' time
- * less the task slices nested in them and the time their fiber was parked:
- * time the thread spent on that function, its gets' sleeps included) and
+ * less the task slices nested in them, the time their fiber was parked and
+ * their sleeps: time the thread spent awake on that function) and
  * self time's share of the span times the threads; by self time, most
  * first. Tasks of no known function are "(unnamed)".
  */
@@ -210,10 +228,13 @@ void sched_profile(const struct sched *s, FILE *out);
  *   {"thread": id, "name": "worker 1", "tasks": N, "busy": us}
  * then its slices in start order,
  *   {"thread": id, "kind": "pool", "t0": us, "t1": us, "depth": D, "fiber": F,
- *    "task": "T.N", "fn": "name"}   ("task" on task and sleep slices only,
- *    "fn" on task slices of a known function)
+ *    "task": "T.N", "fn": "name"}   ("task" on task slices and on sleeps that
+ *    wait for one, "fn" on task slices of a known function)
  * then its marks in its order,
- *   {"thread": id, "mark": "park" or "resume", "t": us, "fiber": F}
+ *   {"thread": id, "mark": "park", "resume", "set" or "timeout", "t": us,
+ *    "fiber": F}
+ * then the marks of no thread, in order,
+ *   {"mark": "set", "t": us}
  * Times are microseconds with three decimals. Returns 0, or -1 on a write
  * error.
  */

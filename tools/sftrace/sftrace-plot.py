@@ -14,7 +14,9 @@ MAX_BANDS - 1 on share the last band), each task coloured by its function
 their own, the rest grey as "other") over a strip coloured by its kind; a
 task of no known function (a text trace) is coloured by its kind alone.
 Deeper bands are a little lighter; under them a thin band for sleeps and
-idle spells.
+idle spells, with a diamond where the thread completed a promise and a cross
+where a timed wait of it gave up. A promise completed from outside libsf (a
+plain thread, an audio callback) is a dotted line across every row.
 A thread that switched fibers (docs/waiting.md) gets a lane per fiber: its
 own stack, fiber 0, on top, then fibers 1, 2, ..., from MAX_LANES - 1 on
 sharing the last lane. Each lane has its own bands, since tasks nest per
@@ -63,14 +65,15 @@ KINDS = [
     ("stolen", "#e15759", "stolen: run by a blocked get, helping"),
     ("drained", "#9c755f", "drained: run by sf_shutdown"),
     ("batch-wait", "#edc948", "batch-wait: run by sf_batch_wait, helping its batch"),
-    ("asleep", "#b07aa1", "asleep: a get with nothing to run"),
+    ("asleep", "#b07aa1", "asleep: a get or a wait with nothing to run"),
     ("idle", "#bab0ac", "idle: a worker with nothing to take"),
 ]
 COLOUR = {name: colour for name, colour, _ in KINDS}
 TASK_KINDS = [name for name, _, _ in KINDS[:6]]
 
-# The marks: near-black and teal, which no kind uses. A park is a pause
-# sign, two bars; a resume the play sign.
+# The marks: colours no kind uses. A park is a pause sign, two bars, and a
+# resume the play sign, on their fiber's strip; a promise set is a diamond and
+# a timeout a cross, on the sleep band.
 PAUSE = Path(
     [(-1, -1), (-0.25, -1), (-0.25, 1), (-1, 1), (-1, -1),
      (0.25, -1), (1, -1), (1, 1), (0.25, 1), (0.25, -1)],
@@ -78,12 +81,17 @@ PAUSE = Path(
 MARKS = {
     "park": (PAUSE, "#1b1b1b", "park: a get parks the fiber it runs on"),
     "resume": (">", "#0a8f96", "resume: the thread goes on with this fiber"),
+    "set": ("D", "#2e7d32", "set: the thread completed a promise"),
+    "timeout": ("X", "#c62828", "timeout: a timed wait gave up at its deadline"),
 }
+FIBER_MARKS = ("park", "resume")
+OUTSIDE = "set from outside libsf: a promise completed by a plain thread (dotted)"
 
 
 def read(stream):
-    """The schedule's header line and its threads, in the order read."""
-    head, threads = None, {}
+    """The schedule's header line, its threads in the order read, and the
+    marks of no thread."""
+    head, threads, marks = None, {}, []
     for n, line in enumerate(stream, 1):
         try:
             o = json.loads(line)
@@ -93,13 +101,15 @@ def read(stream):
                 threads[o["thread"]] = dict(o, slices=[], marks=[])
             elif "kind" in o:
                 threads[o["thread"]]["slices"].append(o)
-            else:
+            elif "thread" in o:
                 threads[o["thread"]]["marks"].append(o)
+            else:
+                marks.append(o)
         except (ValueError, KeyError, TypeError) as e:
             sys.exit("sftrace-plot: line %d of the schedule: %s" % (n, e))
     if head is None:
         sys.exit("sftrace-plot: the schedule has no header line")
-    return head, list(threads.values())
+    return head, list(threads.values()), marks
 
 
 def lane_of(fiber):
@@ -111,7 +121,7 @@ def lay_out(t, row_y):
     sleep band's top, and the row's height."""
     fibers = [s["fiber"] for s in t["slices"]] + [m["fiber"] for m in t["marks"]]
     lanes = lane_of(max(fibers, default=0)) + 1
-    fibered = bool(t["marks"]) or max(fibers, default=0) > 0
+    fibered = any(m["mark"] in FIBER_MARKS for m in t["marks"]) or max(fibers, default=0) > 0
     deepest = [0] * lanes
     for s in t["slices"]:
         if s["kind"] in TASK_KINDS:
@@ -174,13 +184,16 @@ def draw_row(ax, t, L, fn_colour):
         ax.broken_barh([xw], (y, h), facecolor="none", edgecolor="white", hatch="////",
                        linewidth=0, zorder=3)
     for kind, (marker, colour, _) in MARKS.items():
-        pts = [(m["t"] / 1000, L["strip"][lane_of(m["fiber"])] + STRIP / 2)
-               for m in t["marks"] if m["mark"] == kind]
+        if kind in FIBER_MARKS:
+            pts = [(m["t"] / 1000, L["strip"][lane_of(m["fiber"])] + STRIP / 2)
+                   for m in t["marks"] if m["mark"] == kind]
+        else:
+            pts = [(m["t"] / 1000, L["sleep"] + SLEEP / 2) for m in t["marks"] if m["mark"] == kind]
         if pts:
             ax.scatter(*zip(*pts), marker=marker, s=22, color=colour, linewidths=0, zorder=4)
 
 
-def draw(head, threads):
+def draw(head, threads, outside):
     fn_colour, ranked = function_colours(threads)
     fn_handles = [Patch(facecolor=fn_colour[f], label=f) for f in ranked[:MAX_FUNCTIONS]]
     if len(ranked) > MAX_FUNCTIONS:
@@ -195,8 +208,9 @@ def draw(head, threads):
     ncol = 3
     fn_rows = (len(fn_handles) + ncol - 1) // ncol
     top_in, width_in = 0.85, 13.0
-    # Under the axis: the kinds' legend (four rows), then the functions'.
-    foot_in = 1.5 + (0.35 + 0.19 * fn_rows if fn_handles else 0)
+    # Under the axis: the kinds' and marks' legend (five rows), then the
+    # functions'.
+    foot_in = 1.7 + (0.35 + 0.19 * fn_rows if fn_handles else 0)
     fig_h = top_in + height_units * INCH_PER_UNIT + foot_in
     fig = plt.figure(figsize=(width_in, fig_h))
     left, right = 0.125, 0.985
@@ -216,7 +230,7 @@ def draw(head, threads):
 
     label = blended_transform_factory(ax.transAxes, ax.transData)
     counts = {name: 0 for name, _, _ in KINDS}
-    parks = 0
+    marks = {}
     for r, (t, row_y, L) in enumerate(rows):
         if r % 2 == 0:
             ax.axhspan(row_y, row_y + L["h"], color="#f3f3f3", linewidth=0, zorder=0)
@@ -236,17 +250,25 @@ def draw(head, threads):
         draw_row(ax, t, L, fn_colour)
         for s in t["slices"]:
             counts[s["kind"]] = counts.get(s["kind"], 0) + 1
-        parks += sum(1 for m in t["marks"] if m["mark"] == "park")
+        for m in t["marks"]:
+            marks[m["mark"]] = marks.get(m["mark"], 0) + 1
+    for m in outside:
+        if m["mark"] == "set":
+            ax.axvline(m["t"] / 1000, color=MARKS["set"][1], linestyle=":", linewidth=0.9,
+                       zorder=1)
+    sets = marks.get("set", 0) + sum(1 for m in outside if m["mark"] == "set")
 
     tasks = sum(counts[k] for k in TASK_KINDS)
     cfg = " (SF_THREADS=%d)" % head["threads_cfg"] if head["threads_cfg"] else ""
     fig.text(0.01, 1 - 0.3 / fig_h, "libsf schedule: %s" % head["schedule"], weight="bold",
              fontsize=14, va="center")
     fig.text(0.01, 1 - 0.62 / fig_h,
-             "%d thread%s%s, %d tasks: %s; %d sleeps, %d parks; span %.3f ms"
+             "%d thread%s%s, %d tasks: %s; %d sleeps, %d parks, %d promises set, %d timeouts; "
+             "span %.3f ms"
              % (len(rows), "" if len(rows) == 1 else "s", cfg, tasks,
                 ", ".join("%d %s" % (counts[k], k) for k in TASK_KINDS),
-                counts["asleep"], parks, span), fontsize=9.5, color="#333333", va="center")
+                counts["asleep"], marks.get("park", 0), sets, marks.get("timeout", 0), span),
+             fontsize=9.5, color="#333333", va="center")
 
     kind_of = "the strip under a task: " if fn_handles else ""
     handles = [Patch(facecolor=colour, label=(kind_of if i == 0 else "") + meaning)
@@ -256,11 +278,13 @@ def draw(head, threads):
     handles += [Line2D([], [], linestyle="none", marker=marker, color=colour, markersize=6,
                        markeredgewidth=0, label=meaning)
                 for marker, colour, meaning in MARKS.values()]
+    handles.append(Line2D([], [], linestyle=":", color=MARKS["set"][1], linewidth=1.2,
+                          label=OUTSIDE))
     fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, 0.1 / fig_h),
                ncol=ncol, frameon=False, fontsize=8.5, handlelength=1.4, columnspacing=2.5)
     if fn_handles:
         fig.legend(handles=fn_handles, loc="lower left", ncol=ncol, frameon=False,
-                   bbox_to_anchor=(0.005, 1.05 / fig_h), fontsize=8.5, handlelength=1.4,
+                   bbox_to_anchor=(0.005, 1.25 / fig_h), fontsize=8.5, handlelength=1.4,
                    columnspacing=2.5, title="task functions, by time in their tasks",
                    title_fontsize=8.5, alignment="left")
     fig.text(0.01, 0.02 / fig_h,
@@ -279,12 +303,12 @@ def main(argv):
             i += 2
         else:
             sys.exit("usage: sftrace-plot [--png OUT] [--svg OUT] [--pdf OUT] <SCHEDULE.jsonl")
-    head, threads = read(sys.stdin)
+    head, threads, outside = read(sys.stdin)
     # The same input gives the same bytes: no date, fixed ids in the SVG;
     # its text stays text, for the viewer's fonts and for searching.
     matplotlib.rcParams["svg.hashsalt"] = "sftrace"
     matplotlib.rcParams["svg.fonttype"] = "none"
-    fig = draw(head, threads)
+    fig = draw(head, threads, outside)
     meta = {"png": {"Software": None}, "svg": {"Date": None},
             "pdf": {"CreationDate": None, "Producer": None}}
     for fmt, path in outs:

@@ -149,6 +149,7 @@ struct rec {
     uint32_t queue, asleep; /* saturated: only compared with 0 and printed */
     uint16_t thread;
     uint8_t ev;
+    uint8_t outside; /* a Set line of Thread 131071: thread is OUTSIDE_THREAD */
 };
 
 /* What the trace says about one task, as indices into recs (NONE: absent).
@@ -179,6 +180,7 @@ struct thr {
     struct vec gets; /* GStart records of gets in progress, innermost last */
     int64_t busy_from, sleep_from, idle_from;
     uint32_t sleep_r; /* the Sleep record while asleep, else NONE */
+    uint32_t nap_r;   /* the Nap record while it naps, else NONE */
     int idling;
     uint32_t expect_r; /* a Take or Steal whose FStart has not come yet */
     /* Fibers (Park, Fiber): runs and gets above are the running fiber's;
@@ -519,6 +521,7 @@ static void parse_line(size_t line, size_t off, size_t len)
     if (outside)
         thread = OUTSIDE_THREAD;
     r.thread = (uint16_t)thread;
+    r.outside = (uint8_t)outside;
     if (parse_uint(f[1], fl[1], MAX_COUNT, &queue) < 0) {
         syntax_error(line, "Queue '%.*s' is not a count", (int)fl[1], f[1]);
         return;
@@ -961,6 +964,16 @@ static void on_FIBER(const struct rec *r)
     t->gets = t->fib_gets[n];
 }
 
+/* A sleep ends (Wake, Nap End) that began at `from`: time asleep, and no
+ * busy time even inside a task (the stretch it lies in is added whole at
+ * its end: on_FDONE, after_walk). */
+static void slept(struct thr *t, int64_t from, int64_t to)
+{
+    t->asleep += to - from;
+    if (t->open_runs)
+        t->busy -= to - from;
+}
+
 static void on_SLEEP(const struct rec *r)
 {
     struct thr *t = thr_of(r);
@@ -985,8 +998,30 @@ static void on_WAKE(const struct rec *r)
         problem(r->line, "Wake %s, but the Sleep at line %" PRIu32 " was for %s",
                 rec_task(r, name, sizeof name), recs[t->sleep_r].line,
                 rec_task(&recs[t->sleep_r], name2, sizeof name2));
-    t->asleep += r->time - t->sleep_from;
+    slept(t, t->sleep_from, r->time);
     t->sleep_r = NONE;
+}
+
+/* A wait that names no one task naps (Nap .. Nap End): a sleep too. */
+static void on_NAP(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    t->sleeps++;
+    if (t->nap_r == NONE) {
+        t->nap_r = rec_index(r);
+        t->sleep_from = r->time;
+    }
+}
+
+static void on_NAP_END(const struct rec *r)
+{
+    struct thr *t = thr_of(r);
+    if (t->nap_r == NONE) {
+        problem(r->line, "Nap End without a Nap");
+        return;
+    }
+    slept(t, t->sleep_from, r->time);
+    t->nap_r = NONE;
 }
 
 static void on_GDONE(const struct rec *r)
@@ -1048,6 +1083,9 @@ static void on_IDLE(const struct rec *r)
     if (t->runs.n || t->gets.n)
         problem(r->line, "Idle while running a task or getting");
 }
+
+/* sf_batch_wait_for gave up: no get ends (a batch wait logs none). */
+static void on_BATCH_TIMEOUT(const struct rec *r) { (void)r; }
 
 /* A timed wait gave up on the task: the get that began it (if it logged
  * GStart) ends, without the task done. */
@@ -1114,9 +1152,8 @@ static void before_event(const struct rec *r)
     const char *ev = events[r->ev].name;
     char name[48];
 
-    if (!t->seen) {
+    if (!t->seen && !r->outside) /* Thread 131071 is none of the trace's */
         t->seen = 1;
-    }
     if (t->idling) {
         /* Idle has no wake event: the worker's next line is its wake */
         t->idle += r->time - t->idle_from;
@@ -1125,6 +1162,9 @@ static void before_event(const struct rec *r)
     if (t->sleep_r != NONE && r->ev != EV_WAKE)
         problem(r->line, "%s on thread %" PRIu32 " while it sleeps in a get (Sleep at line %"
                 PRIu32 ", no Wake yet)", ev, r->thread, recs[t->sleep_r].line);
+    if (t->nap_r != NONE && r->ev != EV_NAP_END)
+        problem(r->line, "%s on thread %" PRIu32 " while it naps (Nap at line %" PRIu32
+                ", no Nap End yet)", ev, r->thread, recs[t->nap_r].line);
     /* a Take or Steal and the FStart of its task are one step of the thread;
      * or its Discard, when a cancellation reached the task (on_DISCARD) */
     if (t->expect_r != NONE && r->ev != EV_FSTART &&
@@ -1193,8 +1233,8 @@ static void after_walk(void)
                 problem(recs[fg[k].v[j]].line, "GStart %s has no GDone",
                         rec_task(&recs[fg[k].v[j]], nm, sizeof nm));
         }
-        if (t->sleep_r != NONE)
-            t->asleep += t_end - t->sleep_from;
+        if (t->sleep_r != NONE || t->nap_r != NONE)
+            slept(t, t->sleep_from, t_end);
         if (t->idling)
             t->idle += t_end - t->idle_from;
         if (t->expect_r != NONE)
@@ -1428,13 +1468,17 @@ static int read_text(size_t len)
     t_begin = nrecs ? recs[order[0]].time : 0;
     t_end = nrecs ? recs[order[nrecs - 1]].time : 0;
 
-    /* per-thread file order is the thread's real order: time cannot go back */
+    /* per-thread file order is the thread's real order: time cannot go back;
+     * the Set lines of Thread 131071 are no one thread's (plain threads each
+     * write theirs at once) */
     {
         char a[32], b[32];
         int64_t *lastt = xcalloc(nthrs, sizeof *lastt);
         uint32_t *lastl = xcalloc(nthrs, sizeof *lastl);
         for (size_t i = 0; i < nrecs; i++) {
             const struct rec *r = &recs[i];
+            if (r->outside)
+                continue;
             nthreads_traced += !lastl[r->thread];
             if (lastl[r->thread] && r->time < lastt[r->thread])
                 problem(r->line, "time goes back on thread %" PRIu32 ": %s ms after %s ms "
@@ -1449,7 +1493,7 @@ static int read_text(size_t len)
 
     thrs = xcalloc(nthrs, sizeof *thrs);
     for (size_t i = 0; i < nthrs; i++)
-        thrs[i].sleep_r = thrs[i].expect_r = NONE;
+        thrs[i].sleep_r = thrs[i].nap_r = thrs[i].expect_r = NONE;
     build_tasks();
     walk();
 
@@ -1503,10 +1547,12 @@ static void text_free(void)
 }
 
 /* The schedule model (schedule.h) of the text trace: FStart..FDone task
- * slices with their nesting depth on their fiber, Sleep..Wake sleeps, Idle
- * to the thread's next event, Park and Fiber marks (schedule.c's builder
- * keeps a stack per fiber and the parked spans). A thread that logs Take
- * or Idle is a pool worker. */
+ * slices with their nesting depth on their fiber, Sleep..Wake and Nap..Nap
+ * End sleeps, Idle to the thread's next event, Park and Fiber marks, Set,
+ * Timeout and Batch Timeout marks - a Set from outside libsf (Thread
+ * 131071) a mark of no thread (schedule.c's builder keeps a stack per
+ * fiber and the parked spans). A thread that logs Take or Idle is a pool
+ * worker. */
 static void build_schedule(struct sched *sc)
 {
     struct st {
@@ -1521,6 +1567,10 @@ static void build_schedule(struct sched *sc)
         const struct rec *r = &recs[i];
         struct st *t = &st[r->thread];
         double now = (double)r->time;
+        if (r->outside) { /* a Set, by no thread of the trace */
+            sched_global_mark(sc, now, SM_SET);
+            continue;
+        }
         sched_b_event(b, r->thread, now);
         switch (r->ev) {
         case EV_INIT: sc->threads_cfg = r->arg[0]; break;
@@ -1540,7 +1590,12 @@ static void build_schedule(struct sched *sc)
         /* A trace that fails --check may not pair them: the end is skipped,
          * and the warning has said so. */
         case EV_FDONE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_TASK); break;
-        case EV_WAKE: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_SLEEP); break;
+        case EV_NAP: sched_b_begin(b, r->thread, t->fiber, now, SK_SLEEP, SCHED_NO_TASK); break;
+        case EV_WAKE:
+        case EV_NAP_END: sched_b_end(b, r->thread, t->fiber, now, SCHED_END_SLEEP); break;
+        case EV_SET: sched_mark(sc, r->thread, t->fiber, now, SM_SET); break;
+        case EV_TIMEOUT:
+        case EV_BATCH_TIMEOUT: sched_mark(sc, r->thread, t->fiber, now, SM_TIMEOUT); break;
         case EV_PARK: sched_b_park(b, r->thread, t->fiber, now); break;
         case EV_FIBER:
             if (arg_of(r, SF__TK_COUNT) <= SCHED_MAX_FIBER) { /* --check reports the others */

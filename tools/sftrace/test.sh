@@ -16,6 +16,11 @@
 # track of its own), the same without its closing bracket, errors for bad
 # JSON (json-c's reason, at the byte) and for text-only options.
 #
+# Waits (waits.trace, waits.json): a task asleep in a get and one that naps
+# (a wait of no one task), timeouts, promises set from a task and from
+# outside: busy and self time without the sleeps, the marks of the picture
+# (waits.expected, waits.json.expected).
+#
 # The picture: the schedule model of both samples as --json writes it
 # (sample.schedule, sample.json.schedule: every slice with its depth and
 # fiber, the parked stretch, the park and resume marks, worked out by hand);
@@ -99,7 +104,7 @@ EOH
 } >"$out"
 
 # TAP: one test point per comparison; the driver counts them (Makefile.am).
-echo "1..24"
+echo "1..27"
 n=0
 # point TITLE WANT GOT: ok if the files are equal, else not ok with the diff.
 point() {
@@ -333,19 +338,48 @@ rm -f "$want.many" "$want.json"
 # trace has 3 threads (375 us of thread time), the text trace 2 (250 us).
 # JSON: fft = main's 0.1 (25-60) with its nested fft 0.3 (33-50), counted
 # once in total (35), self 35-17 = 18 and 17; the worker's 1.0 (34-80):
-# total 46, self 46 less its fiber's parked 41-51 = 36: 3 tasks, total 81,
-# self 71 (18.9%). mix = the worker's 0.0 (23-90), self 67-46 = 21, and
-# main's drained 0.4 (101-120), 19: 2 tasks, total 86, self 40 (10.7%).
-# synth = the worker's fiber-1 1.1 (42-50) and thread 2's 0.5 (40-48):
-# 2 tasks, 16, 16 (4.3%). All: 7 tasks, self 127 (33.9%). The discard
-# instant at 121 changes nothing. Text: the same slices less thread 2's,
-# main's 0.1 and 0.3 on its fiber 1, all one unnamed function: 6 tasks,
-# total 35+19+67+8 = 129 (nested ones inside), self 18+17+19+21+36+8 = 119
-# (47.6%).
+# total 46, self 46 less its fiber's parked 41-51 and its get's sleep 52-61
+# = 27: 3 tasks, total 81, self 62 (16.5%). mix = the worker's 0.0
+# (23-90), self 67-46 = 21, and main's drained 0.4 (101-120), 19: 2 tasks,
+# total 86, self 40 (10.7%). synth = the worker's fiber-1 1.1 (42-50) and
+# thread 2's 0.5 (40-48): 2 tasks, 16, 16 (4.3%). All: 7 tasks, self 118
+# (31.5%). The discard instant at 121 and main's sleeps from 62 on, in no
+# task, change nothing. Text: the same slices less thread 2's, main's 0.1
+# and 0.3 on its fiber 1, all one unnamed function: 6 tasks, total
+# 35+19+67+8 = 129 (nested ones inside), self 18+17+19+21+27+8 = 110
+# (44.0%).
 "$sftrace" --profile <"$dir/sample.json" >"$out" 2>&1
 point "--profile of the JSON trace matches sample.json.profile" "$dir/sample.json.profile" "$out"
 "$sftrace" --profile <"$dir/sample.trace" >"$out" 2>&1
 point "--profile of the text trace matches sample.profile" "$dir/sample.profile" "$out"
+
+# ---- waits: sleeps inside tasks, naps, promises set, timeouts ----
+# waits.trace and waits.json, worked out by hand (waits.expected,
+# waits.json.expected): main runs task 0.0 (15-310, "stage" in the JSON),
+# whose get of promise p sleeps 18-301 until a plain thread sets p at 300
+# (Thread 131071: a mark of no thread, no row); the worker runs 0.1
+# (21-140, "reader"), which naps 30-130 (sf_wait_any, say). Busy and self
+# time leave the sleeps out: main 295-283 = 12, the worker 119-100 = 19,
+# 31 in all (3.9% of 2 x 400). Then main's timed get of promise q sleeps
+# 322-332 and times out at 333, a batch wait naps 340-350 and times out at
+# 351 (Batch Timeout), and main sets q at 360: asleep 283+10+10 = 303, 2
+# timeouts and 1 set on main's row, 1 set from outside.
+{
+    run "--check" --check - <"$dir/waits.trace"
+    run "summary" <"$dir/waits.trace"
+    run "--schedule" --schedule <"$dir/waits.trace"
+    run "--profile" --profile <"$dir/waits.trace"
+    run "--json" --json - <"$dir/waits.trace"
+} >"$out" 2>&1
+point "sleeps, naps, sets and timeouts of waits.trace match waits.expected" \
+    "$dir/waits.expected" "$out"
+{
+    run "--schedule" <"$dir/waits.json"
+    run "--profile" --profile <"$dir/waits.json"
+    run "--json" --json - <"$dir/waits.json"
+} >"$out" 2>&1
+point "sleeps, naps, sets and timeouts of waits.json match waits.json.expected" \
+    "$dir/waits.json.expected" "$out"
 
 # ---- the schedule as JSON Lines, and the picture drawn from it ----
 # The model of both samples, line by line, as worked out by hand from their
@@ -465,6 +499,20 @@ svg_other_ok() {
     ! grep -q '>f02<' "$pic" || { echo "f02 has a colour of its own"; return 1; }
     grep -q 'fill: #c7c7c7' "$pic" || { echo "no grey"; return 1; }
 }
+# The marks of waits.json: a promise set and two timeouts on main's row, a
+# promise set from outside as a line, each with its legend.
+svg_marks_ok() {
+    rm -f "$pic"
+    "$sftrace" --svg "$pic" <"$dir/waits.json" >"$out" && [ ! -s "$out" ] || return 1
+    for s in '>set: the thread completed a promise<' '>timeout: a timed wait gave up at its deadline<' \
+        '>set from outside libsf: a promise completed by a plain thread (dotted)<' \
+        '2 promises set, 2 timeouts'; do
+        grep -q "$s" "$pic" || { echo "no $s"; return 1; }
+    done
+    for c in 2e7d32 c62828; do
+        grep -q "#$c" "$pic" || { echo "no colour #$c"; return 1; }
+    done
+}
 pdf_ok() {
     rm -f "$pic"
     "$sftrace" --pdf "$pic" <"$dir/sample.json" >"$out" && [ ! -s "$out" ] && magic "$pic" 255044462d
@@ -473,6 +521,7 @@ for t in "png_ok sample.json:--png of the JSON trace writes a PNG and prints not
     "png_ok sample.trace:--png of the text trace writes a PNG" \
     "svg_ok:--svg writes an SVG with a row per thread and the legends, coloured by function" \
     "svg_other_ok:--svg colours the ten functions with the most time, the rest as other" \
+    "svg_marks_ok:--svg marks promises set and timed-out waits" \
     "pdf_ok:--pdf writes a PDF"; do
     if [ -n "$have_mpl" ]; then
         point_ok "${t#*:}" ${t%%:*}
