@@ -14,7 +14,12 @@
  * each); the runtime stays usable after any failure.
  * Threads: every function is thread-safe and may be called from any thread;
  * none is async-signal-safe. sf_shutdown() is for when no other thread calls
- * libsf any more.
+ * libsf any more. "Real-time safe" marks the calls that allocate nothing,
+ * take no lock and make no system call but a futex wake (docs/realtime.md).
+ * Memory: what a thread wrote before sf_do(), sf_batch_do(), sf_do_after(),
+ * sf_promise_set() or sf_promise_fail() is visible to the task or the
+ * getters; what a task wrote, after a get or wait that says it is done, and
+ * in its continuations (docs/waiting.md, What a wait makes visible).
  * Concepts (scheduling, waiting, loops, batches, failures, tasks in caller
  * storage, tracing, statistics, the debug build, lifecycle, limits, the
  * threads libsf starts): docs/.
@@ -163,7 +168,8 @@ SF_EXPORT sf_future *sf_do_after(sf_future *const *deps, int n, void *(*fn)(void
  *   EAGAIN   this thread cannot register (as sf_do()), the implicit start
  *            failed, or the stack is nearly full and no fresh one can be had;
  *   ENOMEM   no memory to register this thread or for a fresh stack.
- * On EAGAIN and ENOMEM this get neither runs nor waits for the task. */
+ * On EAGAIN and ENOMEM this get neither runs nor waits for the task.
+ * Real-time safe when f is done (docs/realtime.md). */
 SF_EXPORT void *sf_get(sf_future *f);
 
 /* sf_get() that helps only with f's own work: f and the tasks it makes, on any
@@ -175,7 +181,8 @@ SF_EXPORT void *sf_get_isolated(sf_future *f);
 
 /* Returns 1 if the future's task has finished (sf_get() would not run or wait
  * for anything), 0 if not, -1 with errno EINVAL if f is NULL or released (or
- * invalid: from before a shutdown or a fork). Never runs anything. */
+ * invalid: from before a shutdown or a fork). Never runs anything. A 1 makes
+ * what the task wrote visible, as a get would. Real-time safe. */
 SF_EXPORT int sf_is_done(const sf_future *f);
 
 /* Drops the caller's reference. A future released before its task started is
@@ -262,7 +269,7 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...) __attribute__((format(prin
 
 /* The message of a failed future (sf_fail()'s), or NULL if it has none, has
  * not failed, or f is NULL. Valid until f is released. Counts as seeing the
- * failure (it is then not reported as unhandled). */
+ * failure (it is then not reported as unhandled). Real-time safe. */
 SF_EXPORT const char *sf_error_message(const sf_future *f);
 
 /* Sets the hook that receives every failure nobody saw: hook(code, message,
@@ -283,7 +290,7 @@ SF_EXPORT void sf_on_unhandled(void (*hook)(int code, const char *message, void 
  * one that never asked keeps its result. The caller still releases f
  * (docs/failures.md, Cancellation).
  * Returns 0 if cancelled or asked to stop, 1 if already done, or -1 with errno
- * EINVAL (f is NULL or released). */
+ * EINVAL (f is NULL or released). Real-time safe for a promise. */
 SF_EXPORT int sf_cancel(sf_future *f);
 
 /* Inside a task: 1 if it or a task above it (its maker, transitively) was
@@ -295,7 +302,7 @@ SF_EXPORT int sf_cancelled(void);
 /* sf_get() with the outcome as the return value: 0, with the task's result
  * stored in *result if result is not NULL; else the error, *result untouched:
  * the task's sf_fail() code, ECANCELED, EDEADLK, EINVAL, EAGAIN or ENOMEM, as
- * sf_get() sets them. */
+ * sf_get() sets them. Real-time safe when f is done. */
 SF_EXPORT int sf_wait(sf_future *f, void **result);
 
 /* Timed waits (docs/waiting.md, Timed waits and wait-any). seconds: 0 polls;
@@ -306,7 +313,9 @@ SF_EXPORT int sf_wait(sf_future *f, void **result);
  * wake-up, or, inside a task, once a fiber of this thread that an earlier
  * get parked, and whose wait is over, has run until it waits again or
  * ends. With no deadline sf_wait_for() and sf_wait_all() wait as sf_wait()
- * does, and sf_wait_any() runs tasks nobody started. */
+ * does, and sf_wait_any() runs tasks nobody started. With 0 seconds they are
+ * real-time safe: on done futures from any thread, else from a thread that
+ * called libsf before (docs/realtime.md). */
 
 /* sf_wait() with a deadline `seconds` from the call: 0 (the result stored in
  * *result if result is not NULL) or the task's outcome code as sf_wait()
@@ -355,9 +364,10 @@ SF_EXPORT int sf_wait_all(sf_future *const *fs, int n, double seconds);
  * Returns it, or NULL with errno ENOMEM or EAGAIN (as sf_do()). */
 SF_EXPORT sf_future *sf_promise(void);
 
-/* Completes promise p with value: its getters return it. Allocates nothing,
- * takes no lock and does not register the calling thread (with SF_TRACE on,
- * it writes one trace line), so an audio callback may call it. One call per
+/* Completes promise p with value: its getters return it. Real-time safe from
+ * any thread: it allocates nothing, takes no lock, makes no system call but a
+ * futex wake and registers no thread (with SF_TRACE on, it writes one trace
+ * line), so an audio callback may call it (docs/realtime.md). One call per
  * promise is the setter's, valid whatever p's holder did: a promise released
  * before it is completed, or cancelled before this call, waits for this call
  * (which frees a released one). Returns 0, or -1 with errno EALREADY (already
@@ -370,9 +380,11 @@ SF_EXPORT int sf_promise_set(sf_future *p, void *value);
  * (fmt NULL: none), as sf_fail() fails a task: getters see the code and
  * sf_error_message() the message, and a failure nobody saw goes to the
  * unhandled-failure hook (run by this call if p was released before). As
- * sf_promise_set(), except that it allocates the message. Returns 0, or -1
- * with errno as sf_promise_set(), EINVAL also for code <= 0, or ENOMEM (no
- * memory for the message: p still fails, without one). */
+ * sf_promise_set(), except that it allocates the message: with fmt NULL it
+ * allocates nothing and is real-time safe, unless p was released before (the
+ * hook then runs here). Returns 0, or -1 with errno as sf_promise_set(),
+ * EINVAL also for code <= 0, or ENOMEM (no memory for the message: p still
+ * fails, without one). */
 SF_EXPORT int sf_promise_fail(sf_future *p, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -20,7 +20,7 @@ sf_tests = \
 	tests/test_stats tests/test_pool tests/test_fork tests/test_fiber \
 	tests/test_config tests/test_release tests/test_wait_for tests/test_promise \
 	tests/test_reduce tests/test_thread_index tests/test_cancel_tree tests/test_feed \
-	tests/test_hang tests/test_threads
+	tests/test_hang tests/test_threads tests/test_realtime tests/test_visibility
 check_PROGRAMS += $(sf_tests)
 TESTS += $(sf_tests)
 # Long forms of two, run by tools/soak: test_stress for SF_STRESS_SECONDS,
@@ -78,6 +78,8 @@ tests_test_hang_LDADD = $(LDADD) $(JSONC_LIBS)
 # other fallible calls itself (interposing on libsf's calls) and reaches
 # glibc's through dlsym.
 tests_test_faults_LDADD = $(LDADD) -ldl
+# test_realtime counts allocations, locks and system calls likewise (dlsym).
+tests_test_realtime_LDADD = $(LDADD) -ldl
 
 # dlopen, work, dlclose, dlopen again (a plugin host): the program opens the
 # libsf.so just built by its absolute path and is not linked against it (nor

@@ -223,9 +223,10 @@ static void complete(sf_future *p, uint64_t c, void *val, int code, char *msg)
     }
     /* Released first: nobody can see this failure, so it is reported here,
      * as a running task's orphan is by its runner (run.c). */
-    if (code != 0)
+    if (code != 0) {
         sf__failure_report(code, msg, SF__PROMISE_FN);
-    free(msg);
+        free(msg);
+    }
     sf__future_free_deferred(p);
 }
 

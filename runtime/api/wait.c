@@ -89,7 +89,7 @@ static int wait_for_entry(sf_future *f, void **result, uint64_t deadline_ns)
         return outcome(f, result);
     }
     /* A get: this thread's queued tasks may run elsewhere from now on. */
-    sf__get_submit(me, traced);
+    sf__get_submit_nolock(me, traced);
     int rc = sf__get_until(me, f, deadline_ns);
     if (rc == 0) {
         /* Acquire: as above. */
@@ -215,7 +215,7 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
     if (me == NULL)
         return lost(saved);
     bool traced = sf__trace_on;
-    sf__get_submit(me, traced);
+    sf__get_submit_nolock(me, traced);
     int rc = 0;
     unsigned spins = 0;
     long nap = ANY_NAP_NS / 8;
@@ -323,7 +323,7 @@ static int wait_all_entry(sf_future *const *fs, int n, uint64_t deadline_ns)
     struct sf__thread *me = sf__enter();
     if (me == NULL)
         return lost(saved);
-    sf__get_submit(me, sf__trace_on);
+    sf__get_submit_nolock(me, sf__trace_on);
     bool timed = deadline_ns != UINT64_MAX;
     if (timed)
         /* Nothing runs here (get.c, Timed gets): every task not started is
@@ -336,9 +336,9 @@ static int wait_all_entry(sf_future *const *fs, int n, uint64_t deadline_ns)
         }
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        /* Relaxed: DONE needs no acquire here; the caller's own reads of
-         * each result go through a get or sf_wait. */
-        if (sf__status(atomic_load_explicit(&fs[i]->state, memory_order_relaxed)) == SF__DONE)
+        /* Acquire: DONE makes what the runner wrote visible to the caller
+         * (docs/waiting.md, What a wait makes visible). */
+        if (sf__status(atomic_load_explicit(&fs[i]->state, memory_order_acquire)) == SF__DONE)
             continue;
         rc = timed ? sf__get_until(me, fs[i], deadline_ns) : sf__get_wait(me, fs[i]);
         if (rc == ETIMEDOUT) {
@@ -360,9 +360,7 @@ SF_EXPORT int sf_wait_all(sf_future *const *fs, int n, double seconds)
         return EINVAL;
     if (ndone == n)
         return 0; /* runs nothing, enters nothing */
-    int rc = wait_all_entry(fs, n, sf__deadline_ns(seconds));
-    if (rc == 0)
-        /* Acquire: as above, for the ones that finished during the wait. */
-        atomic_thread_fence(memory_order_acquire);
-    return rc;
+    /* Each future was seen DONE by an acquire load: check_set's, the loop's
+     * or the get's that waited for it. */
+    return wait_all_entry(fs, n, sf__deadline_ns(seconds));
 }

@@ -953,6 +953,7 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
     }
     if (w.published)
         end_wait(me, w.outer_wait);
-    free(w.watch.prev);
+    if (w.watch.prev != NULL) /* a timed wait calls no allocator before it sleeps */
+        free(w.watch.prev);
     return rc;
 }

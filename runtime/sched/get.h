@@ -72,6 +72,19 @@ static inline __attribute__((always_inline)) void sf__get_submit(struct sf__thre
     sf__get_submit_new(me, traced);
 }
 
+/* sf__get_submit for the waits of wait.c, which must stay real-time safe
+ * (docs/realtime.md): answers a thief's request, but leaves a cancellation's
+ * check bit (SF__WANT_CHECK) to the thread's next get, as settling it may
+ * take a lock (cancel.c). The bit only makes starts checked, so leaving it
+ * set is always safe. */
+static inline __attribute__((always_inline)) void sf__get_submit_nolock(struct sf__thread *me,
+                                                                       bool traced)
+{
+    if (SF__UNLIKELY(sf__pending_poll(&me->q)))
+        sf__pool_notify();
+    sf__get_submit_new(me, traced);
+}
+
 /*
  * The result of f, whose state the caller read as s (acquire, not DONE
  * unless traced). `traced` is a constant at each call site: the untraced copy
