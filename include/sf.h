@@ -309,7 +309,9 @@ SF_EXPORT int sf_wait(sf_future *f, void **result);
  * 10^9 or more, or INFINITY, is no deadline; negative or NaN fails with
  * EINVAL. With a deadline they never run a task on the calling thread: a
  * task nobody started is offered to the pool, so at SF_THREADS=1 it waits
- * for a later get or the shutdown. They return by the deadline plus one
+ * for a later get or the shutdown. One exception: with no pool worker, a
+ * timed wait on a continuation not started runs ready continuations, which
+ * nobody else would (docs/continuations.md). They return by the deadline plus one
  * wake-up, or, inside a task, once a fiber of this thread that an earlier
  * get parked, and whose wait is over, has run until it waits again or
  * ends. With no deadline sf_wait_for() and sf_wait_all() wait as sf_wait()
