@@ -122,18 +122,7 @@ static int filter_init(filter *f, size_t B)
         free(h);
         return -1;
     }
-    const double fc = 0.125;
-    double sum = 0;
-    for (size_t i = 0; i < L; i++) {
-        double t = (double)i - (double)(L - 1) / 2;
-        double sinc = t == 0 ? 2 * fc : sin(2 * PI * fc * t) / (PI * t);
-        double w = 0.42 - 0.5 * cos(2 * PI * (double)i / (double)(L - 1)) +
-                   0.08 * cos(4 * PI * (double)i / (double)(L - 1));
-        h[i] = sinc * w;
-        sum += sinc * w;
-    }
-    for (size_t i = 0; i < L; i++)
-        h[i] /= sum;
+    fft_lowpass(h, L, 0.125); /* cycles per sample */
     fft_forward(f->plan, h, f->H, N);
     free(h);
     return 0;

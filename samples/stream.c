@@ -74,7 +74,6 @@
 
 #define IN_FLIGHT 8
 #define DEFAULT_BLOCK 1024
-#define PI 3.14159265358979323846
 
 static double now(void)
 {
@@ -249,18 +248,7 @@ static int make_filter(stream *s)
         free(h);
         return -1;
     }
-    const double fc = 0.125; /* cycles per sample */
-    double sum = 0;
-    for (size_t i = 0; i < L; i++) {
-        double t = (double)i - (double)(L - 1) / 2;
-        double sinc = t == 0 ? 2 * fc : sin(2 * PI * fc * t) / (PI * t);
-        double w = 0.42 - 0.5 * cos(2 * PI * (double)i / (double)(L - 1)) +
-                   0.08 * cos(4 * PI * (double)i / (double)(L - 1));
-        h[i] = sinc * w;
-        sum += sinc * w;
-    }
-    for (size_t i = 0; i < L; i++)
-        h[i] /= sum;
+    fft_lowpass(h, L, 0.125); /* cycles per sample */
     fft_forward(s->plan, h, s->H, N);
     free(h);
     return 0;

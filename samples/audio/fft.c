@@ -369,3 +369,19 @@ int fft_inverse(const fft_plan *p, const fft_cplx *in, fft_cplx *out, size_t m)
         out[k] *= scale;
     return 0;
 }
+
+void fft_lowpass(fft_cplx *h, size_t L, double fc)
+{
+    const double pi = 3.14159265358979323846;
+    double sum = 0;
+    for (size_t i = 0; i < L; i++) {
+        double t = (double)i - (double)(L - 1) / 2;
+        double sinc = t == 0 ? 2 * fc : sin(2 * pi * fc * t) / (pi * t);
+        double w = 0.42 - 0.5 * cos(2 * pi * (double)i / (double)(L - 1)) +
+                   0.08 * cos(4 * pi * (double)i / (double)(L - 1));
+        h[i] = sinc * w;
+        sum += sinc * w;
+    }
+    for (size_t i = 0; i < L; i++)
+        h[i] /= sum;
+}

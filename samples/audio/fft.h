@@ -53,6 +53,11 @@ size_t fft_plan_size(const fft_plan *p);
  * runtime failure (sf_get) aborts with a message: the tasks' frames are on
  * this stack and cannot be abandoned. */
 int fft_forward(const fft_plan *p, const fft_cplx *in, fft_cplx *out, size_t m);
+
+/* h[0..L) = a windowed-sinc (Blackman) low-pass of cutoff fc cycles per
+ * sample, scaled to a gain of 1 at 0 Hz; L >= 2. The filter of
+ * samples/stream and samples/jack. */
+void fft_lowpass(fft_cplx *h, size_t L, double fc);
 /* The backward DFT, unscaled (FFTW_BACKWARD). */
 int fft_backward(const fft_plan *p, const fft_cplx *in, fft_cplx *out, size_t m);
 /* The backward DFT scaled by 1/m: the inverse of fft_forward. */
