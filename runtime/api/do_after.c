@@ -28,23 +28,6 @@
  * matters, and the tag's thread id keeps two threads' numbers apart. */
 static _Atomic uint64_t made;
 
-/* Claims d, PENDING as *sp, to run from the ready list: true with *sp its
- * RUNNING state; false with *sp reread. */
-static bool claim_dep(struct sf__thread *me, sf_future *d, uint64_t *sp)
-{
-    uint64_t run = sf__with_status(*sp, SF__RUNNING);
-    bool mine = sf__pending_holds(&me->q, *sp);
-    struct sf__pending *q = sf__queue_of(*sp);
-    /* By its handle, as sf_release's discard: another thread's private
-     * task opens its owner's gate (pending.h, Handed-over futures). */
-    if (mine ? sf__pending_claim_own(q, d, sp, run) : sf__pending_claim_handed(q, d, sp, run)) {
-        if (mine)
-            sf__pending_trim(q, d);
-        return true;
-    }
-    return false;
-}
-
 /* Links dep d to a by l; false if d is done (nothing linked). */
 static bool link_dep(struct sf__thread *me, sf_future *d, struct sf__after_link *l)
 {
@@ -56,7 +39,9 @@ static bool link_dep(struct sf__thread *me, sf_future *d, struct sf__after_link 
         case SF__DONE:
             return false;
         case SF__PENDING:
-            if (!claim_dep(me, d, &s))
+            /* Claimed by its handle (registry.h), as sf_release's discard
+             * claims one, but to run it. */
+            if (!sf__claim_by_handle(me, d, &s, sf__with_status(s, SF__RUNNING)))
                 continue;
             /* Ours now: watched before it can run, so its completion - by
              * a read-modify-write, run from the ready list - closes the

@@ -250,14 +250,8 @@ static __attribute__((noinline)) void release_slow(sf_future *f, uint64_t s)
              * released tasks leaves the ring to shrink, pending.h), else by
              * its owner later. */
             uint64_t queued = s; /* the claim overwrites s; the trace names the task */
-            bool mine = me != NULL && sf__pending_holds(&me->q, s);
-            struct sf__pending *q = sf__queue_of(s);
-            /* By its handle, as a get: another thread's private task opens
-             * its owner's gate (pending.h, Handed-over futures). */
-            if (mine ? sf__pending_claim_own(q, f, &s, SF__FREE)
-                     : sf__pending_claim_handed(q, f, &s, SF__FREE)) {
-                if (mine)
-                    sf__pending_trim(q, f);
+            /* By its handle, as a get (registry.h). */
+            if (sf__claim_by_handle(me, f, &s, SF__FREE)) {
                 /* A batch task: its batch stays until this discard is
                  * accounted for (batch.h); its FIFO entry goes stale. */
                 struct sf_batch *b = sf__is_batch_task(queued) ? sf__batch_of(queued) : NULL;
@@ -449,12 +443,7 @@ SF_EXPORT int sf_cancel(sf_future *f)
                 return -1;
             /* Claim it as a runner would, then complete it unrun. */
             uint64_t run = sf__with_status(s, SF__RUNNING);
-            bool mine = sf__pending_holds(&me->q, s);
-            struct sf__pending *q = sf__queue_of(s);
-            if (mine ? sf__pending_claim_own(q, f, &s, run)
-                     : sf__pending_claim_handed(q, f, &s, run)) {
-                if (mine)
-                    sf__pending_trim(q, f);
+            if (sf__claim_by_handle(me, f, &s, run)) {
                 sf__run_cancelled(me, f, run);
                 return 0;
             }

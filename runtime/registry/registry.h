@@ -198,6 +198,23 @@ static inline struct sf__pending *sf__queue_of(uint64_t s)
     return SF__UNLIKELY(t == SF__NO_THREAD_ID) ? &sf__no_thread_queue : &sf__registry_get(t)->q;
 }
 
+/* Claims f, PENDING as *sp, by its handle for `me` (NULL: a thread without
+ * a struct): PENDING -> `to` (RUNNING, or FREE for a discard). Its own
+ * queue's task by the owner's claim, and its slot trimmed; another queue's
+ * through its gate, which it opens (pending.h, Handed-over futures). True
+ * with *sp = to; false with *sp the state that stopped it. */
+static inline bool sf__claim_by_handle(struct sf__thread *me, sf_future *f, uint64_t *sp,
+                                       uint64_t to)
+{
+    bool mine = me != NULL && sf__pending_holds(&me->q, *sp);
+    struct sf__pending *q = sf__queue_of(*sp);
+    if (!(mine ? sf__pending_claim_own(q, f, sp, to) : sf__pending_claim_handed(q, f, sp, to)))
+        return false;
+    if (mine)
+        sf__pending_trim(q, f);
+    return true;
+}
+
 /* Owner: its next pseudo-random number. */
 static inline uint32_t sf__thread_rand(struct sf__thread *me) { return sf__xorshift32(&me->rng); }
 
