@@ -31,9 +31,9 @@ static bool is_mark(uintptr_t w) { return (w & 1) != 0; }
 bool sf__after_watch(sf_future *d, uint64_t s, struct sf__after_link *l, bool guard)
 {
     /* WATCHED first: a completer that publishes by read-modify-write sees
-     * it in the state it replaces, and closes the word before DONE. acq_rel:
-     * release orders nothing we need, acquire on a DONE read makes d's
-     * result ours. */
+     * it in the state it replaces, and closes the word before DONE.
+     * Acquire, both ways: a DONE read makes d's result ours; the flag
+     * itself publishes nothing (the push below does). */
     while (!(s & SF__WATCHED)) {
         if (sf__status(s) == SF__DONE)
             return false;
@@ -67,7 +67,8 @@ bool sf__after_watch(sf_future *d, uint64_t s, struct sf__after_link *l, bool gu
     if (!guard)
         return true;
     /* The raise after the push (after.h, Who closes). Release: a completer
-     * that reads the raise and then fences (acquire) sees our push. */
+     * that reads the raise and then reloads it with acquire
+     * (sf__after_inline_done) sees our push. */
     atomic_fetch_add_explicit(&d->waiters, 1, memory_order_release);
     /* Dekker with the get's plain store of DONE and its light fence
      * (run.h): one of us sees the other's write. */
@@ -130,13 +131,14 @@ void sf__after_dep_done(struct sf__after *a)
     bool marked = false;
     /* Mark it ready (CANCEL while WAITING) if it is still this WAITING
      * incarnation: a getter asleep on it sees its futex word change. A
-     * cancelled one is left as it is: the taker drops the record. Relaxed:
-     * the push below publishes. */
+     * cancelled one is left as it is: the taker drops the record. Release:
+     * a get that claims c off this mark (sf__after_claim, acquire) sees
+     * what the deps wrote, as a taker does through the push below. */
     while (sf__tag(s) == sf__tag(a->ready.s) && sf__status(s) == SF__WAITING &&
            !(s & SF__CANCEL)) {
         SF__ASSERT_TRANSITION(s, s | SF__CANCEL);
         if (atomic_compare_exchange_weak_explicit(&c->state, &s, s | SF__CANCEL,
-                                                  memory_order_relaxed, memory_order_relaxed)) {
+                                                  memory_order_release, memory_order_relaxed)) {
             marked = true;
             break;
         }
@@ -203,8 +205,8 @@ bool sf__after_claim(sf_future *c, uint64_t *sp)
         uint64_t to = sf__with_status(s, SF__RUNNING) | (s & (SF__ORPHAN | SF__WATCHED));
         SF__ASSERT_TRANSITION(s, to);
         /* Acquire: its maker's writes (fn, val, lineage) and every dep's
-         * completion, through the ready mark's chain of read-modify-writes
-         * (after.h, The ready list). */
+         * completion, through the ready mark's release (sf__after_dep_done),
+         * whose read-modify-writes of `left` acquired them all. */
         if (atomic_compare_exchange_weak_explicit(&c->state, &s, to, memory_order_acquire,
                                                   memory_order_acquire)) {
             /* What c's tasks take as their lineage (future.h): read only by
