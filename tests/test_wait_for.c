@@ -843,8 +843,8 @@ END_TEST
 
 /* ---- the trace ---------------------------------------------------------- */
 
-/* A program whose timed waits time out (sf_wait_for, sf_wait_any) and
- * succeed, traced; mode "1" (text) or "chrome". */
+/* A program whose timed waits time out (sf_wait_for, sf_wait_any,
+ * sf_wait_all) and succeed, traced; mode "1" (text) or "chrome". */
 static char *traced_timeouts(const char *mode, int threads, char *path, size_t size)
 {
     tu_env_threads(threads);
@@ -857,6 +857,8 @@ static char *traced_timeouts(const char *mode, int threads, char *path, size_t s
     sf_future *const fs[1] = {h.f};
     int which;
     ck_assert_int_eq(sf_wait_any(fs, 1, 0.01, &which), ETIMEDOUT);
+    /* Long enough to sleep: its sleeps belong to a get it traced. */
+    ck_assert_int_eq(sf_wait_all(fs, 1, 0.05), ETIMEDOUT);
     let_go(&h);
     void *r = NULL;
     ck_assert_int_eq(sf_wait_for(h.f, &r, INFINITY), 0);
@@ -878,7 +880,7 @@ START_TEST(text_trace_shows_timeouts_and_passes_check)
     size_t n = 0;
     for (const char *p = text; (p = strstr(p, "\tTimeout\t")) != NULL; p++)
         n++;
-    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(n, 3);
     tu_sftrace_check(SFTRACE_BIN, "--counts", path);
     free(text);
     unlink(path);
@@ -892,7 +894,7 @@ START_TEST(chrome_trace_shows_timeouts)
     size_t n = 0;
     for (const char *p = text; (p = strstr(p, "\"name\":\"timeout\"")) != NULL; p++)
         n++;
-    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(n, 3);
     free(text);
     unlink(path);
 }

@@ -338,9 +338,15 @@ static int wait_all_entry(sf_future *const *fs, int n, uint64_t deadline_ns)
     for (int i = 0; i < n && rc == 0; i++) {
         /* Acquire: DONE makes what the runner wrote visible to the caller
          * (docs/waiting.md, What a wait makes visible). */
-        if (sf__status(atomic_load_explicit(&fs[i]->state, memory_order_acquire)) == SF__DONE)
+        uint64_t s = atomic_load_explicit(&fs[i]->state, memory_order_acquire);
+        if (sf__status(s) == SF__DONE)
             continue;
+        /* Traced as sf_wait_for's get of each one: its sleeps and naps
+         * then belong to a get (docs/trace-format.md). */
+        SF__TRACE(me, GSTART, s, 0);
         rc = timed ? sf__get_until(me, fs[i], deadline_ns) : sf__get_wait(me, fs[i]);
+        if (rc == 0)
+            SF__TRACE(me, GDONE, atomic_load_explicit(&fs[i]->state, memory_order_relaxed), 0);
         if (rc == ETIMEDOUT) {
             SF__BUMP(sf__sched(me)->c_timeouts);
             /* Relaxed: the trace names the future it timed out on. */
