@@ -1062,6 +1062,21 @@ static long long next_late(FILE *f, long long after)
 /* What the client writes for an input, every block in time (or, --dry,
  * every one late; --late FILE, the periods FILE lists late), with no JACK
  * and no libsf continuation. */
+
+/* Reads one period of raw floats from stdin into buf: 1, or 0 at the end,
+ * or -1 (said on stderr) for a read error or a partial period. */
+static int read_period(float *buf, size_t per)
+{
+    size_t got = fread(buf, sizeof *buf, per, stdin);
+    if (got == 0 && feof(stdin))
+        return 0;
+    if (got == per)
+        return 1;
+    fprintf(stderr, "jack: stdin: %s\n",
+            ferror(stdin) ? strerror(errno)
+                          : "not a whole number of periods of raw floats (-b, -c)");
+    return -1;
+}
 static int run_offline(const options *o)
 {
     const int C = o->channels;
@@ -1100,14 +1115,9 @@ static int run_offline(const options *o)
         status = 1;
     }
     for (long long p = 0; status == 0; p++) {
-        size_t got = fread(buf, sizeof *buf, per, stdin);
-        if (got == 0 && feof(stdin))
-            break;
-        if (got != per) {
-            fprintf(stderr, "jack: stdin: %s\n",
-                    ferror(stdin) ? strerror(errno)
-                                  : "not a whole number of periods of raw floats (-b, -c)");
-            status = 1;
+        int r = read_period(buf, per);
+        if (r <= 0) {
+            status = r < 0;
             break;
         }
         float *d = dry + (size_t)(p % keep) * per;
@@ -1188,14 +1198,9 @@ static int run_find(const options *o)
     long long blocks = 0, silent = 0, found = 0, skipped = 0, other = 0, first = -1, at = 0;
     int status = 0;
     for (;;) {
-        size_t got = fread(buf, sizeof *buf, per, stdin);
-        if (got == 0 && feof(stdin))
-            break;
-        if (got != per) {
-            fprintf(stderr, "jack: stdin: %s\n",
-                    ferror(stdin) ? strerror(errno)
-                                  : "not a whole number of periods of raw floats (-b, -c)");
-            status = 1;
+        int r = read_period(buf, per);
+        if (r <= 0) {
+            status = r < 0;
             break;
         }
         blocks++;
