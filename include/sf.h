@@ -222,6 +222,96 @@ SF_EXPORT void *sf_task_get(sf_task *t);
  * Valid until this thread's next such failure, or its exit. */
 SF_EXPORT const char *sf_task_error_message(void);
 
+/* ---- Light tasks (docs/light.md) ----------------------------------------
+ * Fork-join at the cost of a function call: sf_spawn() puts fn(w, arg) on
+ * the worker w's deque, sf_sync() takes back the newest one and, unless
+ * another thread took it meanwhile, calls it there. Both are inline below:
+ * the common case is a few stores and loads, no atomic and no call into
+ * libsf. Light tasks share the pool with every other task: idle workers and
+ * blocked gets steal them, a stolen one runs as a task of its own, and a
+ * sync of a stolen task waits as sf_get() does (helping, parking). What a
+ * light task gives up, against sf_do():
+ *   - syncs are in LIFO order, in the function that spawned (as in Cilk and
+ *     Lace): sf_sync() gets the newest task not yet synced on w;
+ *   - there is no handle: no sf_cancel(), sf_release() or hand-over of one
+ *     task to another thread;
+ *   - it belongs to the light run (sf_light) that made it: sf_fail() in it
+ *     fails that run, sf_cancelled() is 1 in it once its run failed or the
+ *     task around the run was cancelled, and a sync returns what the task
+ *     returned, whatever happened elsewhere;
+ *   - its counters are its run's: sf_stats counts only stolen ones.
+ * SF_TRACE and the debug build (which checks every misuse above) take a
+ * slower path, a future per light task. */
+
+/* The layout below is compiled into programs: a library with another
+ * SF_LIGHT_ABI refuses their sf_light() (ENOTSUP). */
+#define SF_LIGHT_ABI 1
+
+/* One stack's deque of light tasks; libsf's, handed to every light task. */
+typedef struct sf_worker sf_worker;
+
+/* A light task's function: w is the deque it may spawn on. */
+typedef void *(*sf_light_fn)(sf_worker *w, void *arg);
+
+/* A light task in a deque: what sf_spawn() writes and sf_sync() calls. */
+struct sf_light_slot {
+    sf_light_fn fn;
+    void *arg;
+    void *sf_opaque_[2]; /* libsf's; never touch */
+};
+
+/* What the inline spawn and sync read and write of a deque. */
+struct sf_worker {
+    struct sf_light_slot *head;  /* next free slot; written by the owner only */
+    struct sf_light_slot *split; /* a slot below it may be stolen (sync's test) */
+    struct sf_light_slot *limit; /* spawn's test; libsf lowers it to be asked in */
+    void *sf_opaque_[5];         /* libsf's; never touch */
+};
+
+/* Runs fn(w, arg) as a light run on the calling thread and returns its value.
+ * Works from plain code and in any task. Returns NULL with errno: its first
+ * failure's code (a task's sf_fail(); ECANCELED: the run was cancelled),
+ * message in sf_task_error_message(); EINVAL (fn NULL), ENOTSUP (a program
+ * compiled against another SF_LIGHT_ABI), EAGAIN or ENOMEM (as sf_do()). */
+SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg);
+static inline void *sf_light(sf_light_fn fn, void *arg)
+{
+    return sf_light_run(SF_LIGHT_ABI, fn, arg);
+}
+
+/* sf_spawn()'s and sf_sync()'s way into libsf when the inline case does not
+ * hold (the deque is full or asked to share, the task was stolen, tracing).
+ * Called only from them. */
+SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg);
+SF_EXPORT void *sf_sync_slow(sf_worker *w);
+
+/* Spawns fn(w2, arg) on w, the worker handed to the calling light task (or
+ * to sf_light()'s fn). Never fails: a deque past its room runs the task at
+ * once and keeps its value for the sync. */
+static inline void sf_spawn(sf_worker *w, sf_light_fn fn, void *arg)
+{
+    struct sf_light_slot *t = w->head;
+    if (__builtin_expect(t >= __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 0)) {
+        sf_spawn_slow(w, fn, arg);
+        return;
+    }
+    t->fn = fn;
+    t->arg = arg;
+    w->head = t + 1;
+}
+
+/* The value of w's newest light task not yet synced: called here if nobody
+ * took it, else waited for as sf_get() waits. Every spawn is synced once,
+ * newest first, before the spawning function returns. */
+static inline void *sf_sync(sf_worker *w)
+{
+    struct sf_light_slot *t = w->head - 1;
+    if (__builtin_expect(t < w->split, 0))
+        return sf_sync_slow(w);
+    w->head = t;
+    return t->fn(w, t->arg);
+}
+
 /* Runs body(i, ctx) for every i in [from, to) exactly once, in parallel, and
  * returns when all have returned; from == to does nothing. Works at any
  * SF_THREADS, in tasks and nested in loops: the calling thread can run the

@@ -395,7 +395,13 @@ SF_EXPORT int sf_fail(int code, const char *fmt, ...)
 SF_EXPORT int sf_cancelled(void)
 {
     struct sf__thread *me = sf__thread_self();
-    sf_future *cur = me != NULL ? sf__sched(me)->cur : NULL;
+    if (me == NULL)
+        return 0;
+    /* A light task hears of its run's failure (sf.h, Light tasks). */
+    struct sf__scope *ls = sf__scope_here(me);
+    if (ls != NULL && ls->light && sf__scope_stopped(ls))
+        return 1;
+    sf_future *cur = sf__sched(me)->cur;
     if (cur == NULL)
         return 0;
     /* The task's own flag, else - only while some task is asked to cancel

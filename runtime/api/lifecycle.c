@@ -17,6 +17,7 @@
 #include "api/lifecycle.h"
 #include "sched/after.h"
 #include "sched/get.h"
+#include "sched/light.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -593,8 +594,10 @@ static long stop(uint64_t deadline_ns, const char *name)
     sf__lock(&life);
     sf__batch_free_all(); /* drained above; those never closed go now */
     sf__after_reset();    /* drained above: every continuation was taken */
-    for (int i = 0, n = sf__registry_count(); i < n; i++)
+    for (int i = 0, n = sf__registry_count(); i < n; i++) {
+        sf__light_free(sf__registry_get(i)); /* every light run returned */
         sf__park_free(sf__registry_get(i)); /* nothing parked: every call drained */
+    }
     destroy_threads();
     sf__futures_free_all();
     /* Relaxed: the next start reads it under `life`; sf__enter_slow's

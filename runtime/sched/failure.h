@@ -56,6 +56,7 @@ char *sf__failure_format(const char *fmt, va_list ap, bool *lost);
 struct sf__scope {
     _Atomic int code;  /* 0: not failed */
     _Atomic bool stop; /* a hint: read before each grain (relaxed) */
+    bool light;        /* a light run's (light.h): sf_cancelled() reads stop */
     char *msg;         /* the first failure's message (malloc'd), or NULL */
 };
 
@@ -70,6 +71,7 @@ static inline void sf__scope_init(struct sf__scope *s)
 {
     atomic_init(&s->code, 0);
     atomic_init(&s->stop, false);
+    s->light = false;
     s->msg = NULL;
 }
 

@@ -45,6 +45,7 @@
  * doing (park.c: why only the program's own cycles of gets deadlock).
  */
 #include "sched/get.h"
+#include "sched/light.h"
 #include "sched/after.h"
 #include "sched/park.h"
 
@@ -411,6 +412,8 @@ static sf_future *find_help(struct sf__thread *me, bool force, uint32_t region,
             return g;
         }
     }
+    if ((g = sf__light_take(me, region, claimed, from)) != NULL)
+        return g;
     SF__BUMP(sf__sched(me)->c_steal_fails);
     return NULL;
 }

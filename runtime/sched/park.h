@@ -14,10 +14,6 @@
 
 #include "sched/thread.h"
 
-/* Fibers a thread may park on top of its own stack. A get that would need
- * one more waits without helping (park.c, Bounds). */
-#define SF__FIBERS 64
-
 /* What a new fiber runs: run(me, job) on that fiber, then, each time that
  * returns and no parked fiber can go on, next(me, job, region), which sets
  * up another job to help with within `region` (false: none). The job is

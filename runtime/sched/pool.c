@@ -19,6 +19,7 @@
  */
 #include "sched/pool.h"
 #include "sched/after.h"
+#include "sched/light.h"
 #include "sched/park.h"
 #include "sched/run.h"
 
@@ -76,6 +77,10 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
             return f;
         }
     }
+    /* Light tasks: shared ones, and the owners of others asked to share. */
+    b = sf__light_take(me, SF__REGION_ANY, claimed, from);
+    if (b != NULL)
+        return b;
     SF__BUMP(sf__sched(me)->c_steal_fails);
     return NULL;
 }

@@ -23,6 +23,11 @@
 struct sf__failure;     /* failure.h */
 struct sf__scope_frame; /* failure.h */
 struct sf__batch_frame; /* batch.h */
+struct sf__light;       /* light.h */
+
+/* Fibers a thread may park on top of its own stack. A get that would need
+ * one more waits without helping (park.c, Bounds). */
+#define SF__FIBERS 64
 
 /*
  * What a thread keeps per stack: the task running there, innermost, and what
@@ -78,6 +83,10 @@ struct sf__fiber {
     /* A new fiber's first job (park.h, struct sf__park_job), in the parking
      * frame, which stays until the fiber has copied it. */
     const void *job;
+    /* Its light tasks' deque (light.h), made at its first light run and
+     * kept with the fiber: written once by its thread (release), read by
+     * thieves through the thread's light_mask. */
+    _Atomic(struct sf__light *) light;
 };
 
 /* The scheduler's part of a thread. Owner-only fields are written by that
@@ -117,6 +126,10 @@ struct sf__sched {
      * and kept until it is freed: written once by the owner (release),
      * read by deadlock checks on other threads (park.c, sf__park_is_fiber). */
     _Atomic(struct sf__fiber *) fibers;
+    /* Fibers with a light deque (light.h): bit 0 the base, bit k fiber k
+     * (bit 63 also every fiber above). Set by the owner (release), read by
+     * thieves. */
+    _Atomic uint64_t light_mask;
     _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
     _Atomic int timed_sleep;   /* 1 while that sleep is a timed wait's, which returns
                                 * at its deadline (owner writes; the shutdown's

@@ -1,0 +1,250 @@
+/*
+ * spawn.c - light tasks' entry points: sf_light_run, and sf_spawn's and
+ * sf_sync's slow paths (sf.h, Light tasks; the deque: deque.h; the
+ * scheduler's part: light.h).
+ *
+ * The inline spawn and sync (sf.h) do the common case. They come here when:
+ *   - spawn: head reached limit - the deque is full (one slot short of its
+ *     end: the overflow, below), or a thief lowered limit to ask for a
+ *     share (deque.h, Asking for work), or the deque is slow (debug build,
+ *     trace: limit held at base);
+ *   - sync: head - 1 is below pub.split - the slot is shared (take it back
+ *     or wait for its thief), or values of an overflow are kept (split held
+ *     high), or the deque is slow (split held high).
+ *
+ * Deadlock freedom. A sync waits only for a slot a thief claimed, which
+ * that thief runs as a task of its own (light.h); the sync gets that
+ * future as sf_get() does, so get.c's argument holds: the stolen task
+ * waits for nothing the sync's frames hold but what the program's own
+ * gets make (a light task that gets a future its spawner's frames would
+ * complete later is a cycle of the program's, reported as sf_get reports
+ * one). A sync of a slot nobody claimed runs it here, needing nobody.
+ *
+ * The overflow. A deque has room for SF__DEQUE_SLOTS tasks. A spawn past
+ * it runs the task at once, on this stack, and keeps its value on the
+ * deque's overflow stack; pub.split is held high meanwhile, so that the
+ * syncs come here and return those values newest first before any slot.
+ */
+#include "api/lifecycle.h"
+#include "sched/get.h"
+#include "sched/light.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef SF_DEBUG
+/* Debug build: w must be the running stack's deque, inside a run. */
+static struct sf__light *check_owner(sf_worker *w, const char *call)
+{
+    struct sf__thread *me = sf__thread_self();
+    struct sf__light *l = sf__light_of(w);
+    if (me == NULL || atomic_load_explicit(&sf__sched(me)->fiber->light, memory_order_relaxed) != l)
+        sf__misuse("%s(%p): not this stack's worker (a light task spawns and syncs only on the "
+                   "worker handed to it)",
+                   call, (void *)w);
+    if (l->frames == NULL)
+        sf__misuse("%s(%p): no light run is running on this worker", call, (void *)w);
+    return l;
+}
+#define OWNER(w, call) check_owner((w), (call))
+#else
+#define OWNER(w, call) sf__light_of(w)
+#endif
+
+/* The innermost run's scope on l: where a failure here goes. */
+static struct sf__scope *run_scope(const struct sf__light *l)
+{
+    return (struct sf__scope *)&l->frames->root->scope;
+}
+
+/* Spawn past the room: run fn now, keep its value for the sync. */
+static void overflow(struct sf__light *l, sf_light_fn fn, void *arg)
+{
+    void *v = fn(&l->d.pub, arg);
+    if (l->over_n == l->over_cap) {
+        size_t cap = l->over_cap ? 2 * l->over_cap : 64;
+        void **p = realloc(l->over_v, cap * sizeof *p);
+        if (p == NULL) {
+            /* The value is lost, the run fails: its sync returns NULL. */
+            (void)sf__scope_fail(run_scope(l), ENOMEM, NULL);
+            l->over_n++;
+            l->d.pub.split = (struct sf_light_slot *)UINTPTR_MAX;
+            return;
+        }
+        l->over_v = p;
+        l->over_cap = cap;
+    }
+    if (l->over_n < l->over_cap)
+        l->over_v[l->over_n] = v;
+    l->over_n++;
+    l->d.pub.split = (struct sf_light_slot *)UINTPTR_MAX;
+}
+
+/* The trace's spawn: the task as a future (light.h), queued as sf_do()
+ * queues. A task that cannot be queued runs at once, its value in the slot
+ * (its future word NULL). */
+static void spawn_future(struct sf__light *l, sf_light_fn fn, void *arg)
+{
+    struct sf_light_slot *t = l->d.pub.head;
+    t->fn = fn;
+    t->arg = arg;
+    /* Relaxed: this thread's, and the task's future reads them after its
+     * queueing's release. */
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_ROOT], (void *)l->frames->root, __ATOMIC_RELAXED);
+    sf_future *f = sf_do(sf__light_task_fn, t);
+    if (f == NULL)
+        t->arg = fn(&l->d.pub, arg);
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)f, __ATOMIC_RELAXED);
+    l->d.pub.head = t + 1;
+}
+
+SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg)
+{
+    struct sf__light *l = OWNER(w, "sf_spawn");
+    struct sf_light_slot *t = l->d.pub.head;
+    if (SF__UNLIKELY(t >= l->d.end - 1 || l->over_n > 0)) {
+        overflow(l, fn, arg);
+        return;
+    }
+    if (l->futures) {
+        spawn_future(l, fn, arg);
+        return;
+    }
+    t->fn = fn;
+    t->arg = arg;
+    l->d.pub.head = t + 1;
+    /* Here with room: a thief asked (limit lowered, or the flag of a slow
+     * deque). */
+    if (sf__deque_asked(&l->d) ||
+        (!l->d.slow && __atomic_load_n(&l->d.pub.limit, __ATOMIC_RELAXED) != l->d.end - 1))
+        sf__light_share(l);
+}
+
+/* The trace's sync: get the slot's future. */
+static void *sync_future(struct sf__light *l)
+{
+    struct sf_light_slot *t = l->d.pub.head - 1;
+    sf_future *f = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED);
+    l->d.pub.head = t;
+    if (f == NULL)
+        return t->arg; /* it ran at its spawn */
+    void *r = NULL;
+    int code = sf_wait(f, &r);
+    if (code != 0) {
+        /* Not run (cancelled before it started), or a cycle of gets: the
+         * run fails with it. */
+        const char *m = sf_error_message(f);
+        (void)sf__scope_fail(run_scope(l), code, m != NULL ? strdup(m) : NULL);
+        r = NULL;
+    }
+    sf_release(f);
+    return r;
+}
+
+/* A stolen slot t: get its thief's future, release it. */
+static void *sync_stolen(struct sf__thread *me, struct sf__light *l, struct sf_light_slot *t)
+{
+    sf_future *g = sf__light_stolen(t);
+    errno = 0;
+    /* Acquire: DONE publishes the thief's writes, the value among them. */
+    uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
+    void *r = sf__done_ok(s) ? g->val : sf__get_slow(me, g, false);
+    s = atomic_load_explicit(&g->state, memory_order_acquire);
+    if (!sf__done_ok(s)) {
+        /* A cycle of gets (EDEADLK) or a failure of the future itself: the
+         * run fails; the release below leaves a running g to its thief. */
+        (void)sf__scope_fail(run_scope(l), errno != 0 ? errno : EINVAL, NULL);
+        r = NULL;
+    }
+    sf_release(g);
+    sf__light_stolen_synced(l, t);
+    return r;
+}
+
+/* Is there a task of l's innermost run to sync? */
+static bool run_has_task(const struct sf__light *l)
+{
+    const struct sf__light_frame *fr = l->frames;
+    return fr != NULL && (l->d.pub.head > fr->base || l->over_n > fr->over);
+}
+
+SF_EXPORT void *sf_sync_slow(sf_worker *w)
+{
+    struct sf__light *l = OWNER(w, "sf_sync");
+    if (SF__UNLIKELY(!run_has_task(l))) {
+#ifdef SF_DEBUG
+        sf__misuse("sf_sync(%p): no light task of this run is left to sync (a sync per spawn, "
+                   "in the spawning function)",
+                   (void *)w);
+#endif
+        errno = EINVAL;
+        return NULL;
+    }
+    if (l->futures && l->over_n == 0)
+        return sync_future(l);
+    struct sf_light_slot *t;
+    void *v = NULL;
+    switch (sf__light_pop(l, &t, &v)) {
+    case SF__LIGHT_OVER: return v;
+    case SF__LIGHT_RUN: return t->fn(w, t->arg);
+    default: return sync_stolen(sf__thread_self(), l, t);
+    }
+}
+
+SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg)
+{
+    if (abi != SF_LIGHT_ABI) {
+        errno = ENOTSUP;
+        return NULL;
+    }
+    if (fn == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    SF__OUTERMOST("sf_light", void *, sf_light_run(abi, fn, arg));
+    struct sf__thread *me = sf__enter();
+    if (me == NULL)
+        return NULL;
+    struct sf__light *l = sf__light_here(me);
+    if (l == NULL)
+        return NULL;
+    sf_future *cur = sf__sched(me)->cur;
+    struct sf__light_root root = {
+        .region = sf__sched(me)->region,
+        /* As sf_do() takes them under cur (futures.c): stolen tasks' lineage. */
+        .up = cur != NULL ? cur->kids_up : NULL,
+        .up_tag = cur != NULL ? cur->kids_up_tag : 0,
+    };
+    sf__scope_init(&root.scope);
+    root.scope.light = true;
+    struct sf__light_frame fr = {&root, l->d.pub.head, l->over_n, l->frames};
+    l->frames = &fr;
+    struct sf__scope_frame sfr;
+    sf__scope_push(me, &sfr, &root.scope);
+    /* Idle workers asleep come and ask for a share. */
+    sf__pool_notify();
+    void *r = fn(&l->d.pub, arg);
+    sf__scope_pop(me, &sfr);
+    if (SF__UNLIKELY(l->d.pub.head != fr.base || l->over_n != fr.over)) {
+#ifdef SF_DEBUG
+        sf__misuse("sf_light(%p): returned with %ld light tasks not synced", (void *)fn,
+                   (long)(l->d.pub.head - fr.base + (long)(l->over_n - fr.over)));
+#endif
+        /* Release build: nothing is lost - they run (or are waited for). */
+        while (run_has_task(l))
+            (void)sf_sync_slow(&l->d.pub);
+    }
+    l->frames = fr.outer;
+    int code = atomic_load_explicit(&root.scope.code, memory_order_relaxed);
+    if (SF__UNLIKELY(code != 0)) {
+        /* Every task of the run has ended (synced), so its message is
+         * written: the thieves' through their futures' completion, which
+         * the syncs acquired. */
+        free(sf__entry(me)->task_msg);
+        sf__entry(me)->task_msg = root.scope.msg;
+        errno = code;
+        return NULL;
+    }
+    return r;
+}

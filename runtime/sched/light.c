@@ -1,0 +1,309 @@
+/*
+ * light.c - light tasks in the scheduler: each fiber's deque, shares,
+ * thieves, a stolen task's future (light.h).
+ */
+#include "sched/light.h"
+#include "sched/idle.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+/* A slot's words (deque.h, SF__SLOT_ROOT and SF__SLOT_FUT). The future word
+ * holds region << 1 | 1 from the share that published the slot until a
+ * thief's claim stores its future there (a pointer: bit 0 clear), and 0
+ * after the owner synced a stolen slot. */
+static inline void *slot_word(const struct sf_light_slot *t, int k)
+{
+    return __atomic_load_n(&t->sf_opaque_[k], __ATOMIC_RELAXED);
+}
+
+/* The bit of light_mask for fiber fb (thread.h). */
+static inline int mask_bit(const struct sf__fiber *fb) { return fb->index < 63 ? fb->index : 63; }
+
+struct sf__light *sf__light_here(struct sf__thread *me)
+{
+    struct sf__fiber *fb = sf__sched(me)->fiber;
+    /* Relaxed: our own store. */
+    struct sf__light *l = atomic_load_explicit(&fb->light, memory_order_relaxed);
+    if (SF__LIKELY(l != NULL))
+        return l;
+    l = aligned_alloc(64, (sizeof *l + 63) / 64 * 64);
+    if (l == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    *l = (struct sf__light){.frames = NULL};
+    /* The trace sees every light task as a task: a future each (light.h);
+     * the debug build checks every spawn and sync in the library. */
+    bool trace = sf__trace_on;
+#ifdef SF_DEBUG
+    bool slow = true;
+#else
+    bool slow = trace;
+#endif
+    if (sf__deque_init(&l->d, slow) != 0) {
+        free(l);
+        return NULL;
+    }
+    l->futures = trace;
+    /* Release, both: a thief that finds the pointer (acquire) finds the
+     * deque's base, end and empty ts. */
+    atomic_store_explicit(&fb->light, l, memory_order_release);
+    atomic_fetch_or_explicit(&sf__sched(me)->light_mask, UINT64_C(1) << mask_bit(fb),
+                             memory_order_release);
+    return l;
+}
+
+const struct sf__light_root *sf__light_root_of(const struct sf__light *l,
+                                               const struct sf_light_slot *t)
+{
+    const struct sf__light_frame *fr = l->frames;
+    while (fr->outer != NULL && fr->base > t)
+        fr = fr->outer;
+    return fr->root;
+}
+
+void sf__light_share(struct sf__light *l)
+{
+    struct sf_light_slot *lo, *hi;
+    if (l->futures || !sf__deque_share_range(&l->d, &lo, &hi)) {
+        sf__deque_unask(&l->d);
+        return;
+    }
+    for (struct sf_light_slot *t = lo; t < hi; t++) {
+        const struct sf__light_root *root = sf__light_root_of(l, t);
+        /* Relaxed, both: published by the share's release (deque.c). */
+        __atomic_store_n(&t->sf_opaque_[SF__SLOT_ROOT], (void *)root, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)((uintptr_t)root->region << 1 | 1),
+                         __ATOMIC_RELAXED);
+    }
+    sf__deque_share_commit(&l->d, hi);
+    sf__pool_notify();
+}
+
+enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t, void **val)
+{
+    if (SF__UNLIKELY(l->over_n > 0)) {
+        size_t i = --l->over_n;
+        *val = i < l->over_cap ? l->over_v[i] : NULL;
+        if (l->over_n == 0 && !l->d.slow) /* the inline sync may go on */
+            l->d.pub.split = l->d.o_split;
+        return SF__LIGHT_OVER;
+    }
+    struct sf_light_slot *s = l->d.pub.head - 1;
+    *t = s;
+    if (s >= l->d.o_split || sf__deque_take_back(&l->d, s)) {
+        l->d.pub.head = s;
+        return SF__LIGHT_RUN;
+    }
+    return SF__LIGHT_STOLEN;
+}
+
+sf_future *sf__light_stolen(struct sf_light_slot *t)
+{
+    for (unsigned spins = 0;; spins++) {
+        /* Acquire: pairs with the thief's release (make_task): g's fields. */
+        uintptr_t w = (uintptr_t)__atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_ACQUIRE);
+        if (w != 0 && !(w & 1))
+            return (sf_future *)w;
+        if (spins < 64)
+            sf__pause();
+        else
+            sched_yield();
+    }
+}
+
+void sf__light_stolen_synced(struct sf__light *l, struct sf_light_slot *t)
+{
+    /* Relaxed: the next share writes it afresh before its release. */
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], NULL, __ATOMIC_RELAXED);
+    l->d.pub.head = t;
+    sf__deque_stolen_synced(&l->d, t);
+}
+
+/* Release build: a stolen task returned with tasks not synced (sf.h
+ * forbids it; the debug build reports it). They are synced here so that
+ * its deque's next sync is its outer run's: private ones run, stolen ones
+ * are waited for by spinning - this thread helps with nothing meanwhile,
+ * the price of the misuse, not a hang (their thieves run them). */
+static void sync_leftovers(struct sf__light *l, const struct sf__light_frame *fr)
+{
+    while (l->d.pub.head > fr->base || l->over_n > fr->over) {
+        struct sf_light_slot *t;
+        void *v;
+        switch (sf__light_pop(l, &t, &v)) {
+        case SF__LIGHT_OVER: break;
+        case SF__LIGHT_RUN: (void)t->fn(&l->d.pub, t->arg); break;
+        case SF__LIGHT_STOLEN: {
+            sf_future *g = sf__light_stolen(t);
+            uint64_t s;
+            /* Acquire: DONE publishes the thief's writes. */
+            while (sf__status(s = atomic_load_explicit(&g->state, memory_order_acquire)) !=
+                   SF__DONE)
+                sched_yield();
+            if (!sf__done_ok(s))
+                free(g->val); /* its message (failure.h) */
+            sf__future_put(&sf__thread_self()->free, g, s);
+            sf__light_stolen_synced(l, t);
+            break;
+        }
+        }
+    }
+}
+
+void *sf__light_task_fn(void *p)
+{
+    struct sf_light_slot *t = p;
+    struct sf__thread *me = sf__thread_self();
+    /* The slot stays until its sync, which waits for this task: its words
+     * are the claim's (acquired) or this thread's own (futures). */
+    const struct sf__light_root *root = slot_word(t, SF__SLOT_ROOT);
+    struct sf__light *l = sf__light_here(me);
+    if (l == NULL) {
+        /* No deque for this stack: the task cannot run, and its run fails
+         * (the sync sees its value NULL). */
+        (void)sf__scope_fail((struct sf__scope *)&root->scope, ENOMEM, NULL);
+        return NULL;
+    }
+    struct sf__light_frame fr = {root, l->d.pub.head, l->over_n, l->frames};
+    l->frames = &fr;
+    /* sf_fail() here fails the run (failure.h, Scopes): the frame names
+     * this task's future, me->cur while fn runs. */
+    struct sf__scope_frame sfr;
+    sf__scope_push(me, &sfr, (struct sf__scope *)&root->scope);
+    void *r = t->fn(&l->d.pub, t->arg);
+    sf__scope_pop(me, &sfr);
+    if (SF__UNLIKELY(l->d.pub.head != fr.base || l->over_n != fr.over)) {
+#ifdef SF_DEBUG
+        sf__misuse("a light task (%p) returned with %ld tasks it spawned not synced",
+                   (void *)t->fn, (long)(l->d.pub.head - fr.base));
+#endif
+        sync_leftovers(l, &fr);
+    }
+    l->frames = fr.outer;
+    return r;
+}
+
+/* A thief's claim of slot t of l's deque (claimed with word ts): the
+ * future g becomes the task, RUNNING, stored in the slot. */
+static uint64_t make_task(struct sf__thread *me, sf_future *g, struct sf_light_slot *t)
+{
+    const struct sf__light_root *root = slot_word(t, SF__SLOT_ROOT);
+    /* Its lineage, as sf_do()'s under the task around the run (cancel.h).
+     * Release, up_tag first: the walk of cancel.h. */
+    __atomic_store_n(&g->up_tag, root->up_tag, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->up, root->up, __ATOMIC_RELEASE);
+    g->u.fn = sf__light_task_fn;
+    /* Relaxed, both: the owner reads g only after the slot's release below,
+     * and nobody else finds it. */
+    __atomic_store_n(&g->val, (void *)t, __ATOMIC_RELAXED);
+    atomic_store_explicit(&g->region, root->region, memory_order_relaxed);
+    /* A tag from our push counter, as if we had pushed and claimed it: it
+     * is in no queue, so nothing looks for its slot. */
+    uint64_t n = me->q.seq++;
+    g->kids_up_tag = (n << SF__TAG_SHIFT) | SF__PENDING;
+    uint64_t s = (n << SF__TAG_SHIFT) | SF__RUNNING;
+    SF__ASSERT_TRANSITION(SF__FREE, s);
+    atomic_store_explicit(&g->state, s, memory_order_relaxed);
+    SF__BUMP(sf__sched(me)->c_created);
+    /* Release: the owner's sync (acquire) sees g's fields and state. */
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)g, __ATOMIC_RELEASE);
+    return s;
+}
+
+/* One deque of a victim: its oldest shared slot of `region`, claimed into g. */
+static bool take_from(struct sf__thread *me, struct sf__light *l, uint32_t region, sf_future **g,
+                      uint64_t *claimed)
+{
+    uint64_t ts;
+    struct sf_light_slot *t = sf__deque_peek(&l->d, &ts);
+    if (t == NULL) {
+        sf__deque_ask(&l->d);
+        return false;
+    }
+    if (region != 0 && region != SF__REGION_ANY) {
+        /* A guess before the claim (deque.h); a wrong one takes a task of
+         * another region, which it runs as any thief would. */
+        uintptr_t w = (uintptr_t)slot_word(t, SF__SLOT_FUT);
+        if (!(w & 1) || (uint32_t)(w >> 1) != region)
+            return false;
+    }
+    if (*g == NULL && (*g = sf__future_alloc(&me->free)) == NULL)
+        return false;
+    if (!sf__deque_claim(&l->d, ts))
+        return false;
+    *claimed = make_task(me, *g, t);
+    return true;
+}
+
+/* Victim v's deques, in fiber order. */
+static bool take_from_thread(struct sf__thread *me, struct sf__thread *v, uint32_t region,
+                             sf_future **g, uint64_t *claimed)
+{
+    /* Acquire: the fibers' light pointers were stored before their bits. */
+    uint64_t mask = atomic_load_explicit(&sf__sched(v)->light_mask, memory_order_acquire);
+    if (mask == 0)
+        return false;
+    struct sf__light *l;
+    if (mask & 1) {
+        l = atomic_load_explicit(&sf__sched(v)->base.light, memory_order_acquire);
+        if (l != NULL && take_from(me, l, region, g, claimed))
+            return true;
+    }
+    if ((mask >>= 1) == 0)
+        return false;
+    /* Acquire: the array is published before any of its fibers has a deque
+     * (park.c). */
+    struct sf__fiber *fs = atomic_load_explicit(&sf__sched(v)->fibers, memory_order_acquire);
+    if (fs == NULL)
+        return false;
+    for (int k = 0; k < SF__FIBERS; k++) {
+        int bit = k < 62 ? k : 62; /* fiber k + 1's bit, less the base's */
+        if (!(mask >> bit & 1)) {
+            if (k >= 62)
+                break;
+            continue;
+        }
+        l = atomic_load_explicit(&fs[k].light, memory_order_acquire);
+        if (l != NULL && take_from(me, l, region, g, claimed))
+            return true;
+    }
+    return false;
+}
+
+sf_future *sf__light_take(struct sf__thread *me, uint32_t region, uint64_t *claimed, int *from)
+{
+    int n = sf__registry_count();
+    sf_future *g = NULL;
+    for (int k = 0, i = (int)(sf__thread_rand(me) % (unsigned)n); k < n;
+         k++, i = i + 1 == n ? 0 : i + 1) {
+        struct sf__thread *v = sf__registry_get(i);
+        if (v == me)
+            continue;
+        if (take_from_thread(me, v, region, &g, claimed)) {
+            *from = v->id;
+            return g;
+        }
+    }
+    if (g != NULL)
+        sf__future_unalloc(&me->free, g);
+    return NULL;
+}
+
+void sf__light_free(struct sf__thread *t)
+{
+    struct sf__fiber *fs = atomic_load_explicit(&sf__sched(t)->fibers, memory_order_relaxed);
+    for (int k = -1; k < (fs != NULL ? SF__FIBERS : 0); k++) {
+        struct sf__fiber *fb = k < 0 ? &sf__sched(t)->base : &fs[k];
+        /* Relaxed: every thread is quiet (the caller's promise). */
+        struct sf__light *l = atomic_load_explicit(&fb->light, memory_order_relaxed);
+        if (l == NULL)
+            continue;
+        sf__deque_destroy(&l->d);
+        free(l->over_v);
+        free(l);
+        atomic_store_explicit(&fb->light, NULL, memory_order_relaxed);
+    }
+    atomic_store_explicit(&sf__sched(t)->light_mask, 0, memory_order_relaxed);
+}

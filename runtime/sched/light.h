@@ -1,0 +1,122 @@
+/*
+ * light.h - light tasks in the scheduler: a deque per fiber, the runs light
+ * tasks belong to, and a stolen light task as a task of its own.
+ *
+ * A deque per stack. A light task runs on the stack that syncs it or on a
+ * thief's, and spawns onto the deque of the stack it runs on: each fiber
+ * (thread.h) has its own (made at its first light run), so a fiber that
+ * parks keeps its deque as it keeps its frames, and the LIFO order of
+ * spawns and syncs on a deque is the nesting of calls on its stack. Thieves
+ * find deques through their thread's light_mask.
+ *
+ * Runs. sf_light() and a stolen task each push a frame on their deque
+ * (struct sf__light_frame): the run (struct sf__light_root: its failure
+ * scope, its region, the task around it) that the slots above the frame's
+ * base belong to. A share writes each slot's run into it (deque.h,
+ * SF__SLOT_ROOT), so a thief knows whose task it took; the run outlives
+ * every task of it, since sf_light() returns only once all are synced.
+ *
+ * A stolen task. A thief claims a shared slot (deque.h) and makes it a
+ * future of its own: RUNNING from the start (claimed), its function
+ * sf__light_task_fn with the slot as its argument, its lineage the run's
+ * (cancel.h: cancelling the task around the run reaches it), its region
+ * the run's. It stores the future in the slot (SF__SLOT_FUT) and runs it
+ * as it runs any claimed task (pool.c, get.c). The owner's sync of that
+ * slot gets the future - waiting, helping and parking as sf_get() does -
+ * and releases it. So everything a task has - a fiber that runs it for
+ * deadlock checks, a trace, sf_cancelled() - a stolen light task has, at
+ * the price of a future per steal, not per task.
+ *
+ * Exactly once. A slot is run by its owner's sync (private, or taken back
+ * by CAS) or by the one thief whose CAS claimed it (deque.h, I2, I3);
+ * nothing else calls a slot's fn.
+ */
+#ifndef SF_LIGHT_H
+#define SF_LIGHT_H
+
+#include "queue/deque.h"
+#include "sched/failure.h"
+
+/* A light run (sf_light): what its tasks belong to. Lives in sf_light()'s
+ * frame. */
+struct sf__light_root {
+    struct sf__scope scope; /* sf_fail() in its tasks fails it */
+    uint32_t region;        /* its tasks' isolation region (get.c) */
+    sf_future *up;          /* lineage of a stolen task (future.h): the */
+    uint64_t up_tag;        /* task around the run, as sf_do() takes it */
+};
+
+/* A deque's runs, innermost first; in the frame of the code that pushed. */
+struct sf__light_frame {
+    const struct sf__light_root *root;
+    struct sf_light_slot *base; /* head when pushed: slots above are the run's */
+    size_t over;                /* over_n when pushed: values above are the run's */
+    struct sf__light_frame *outer;
+};
+
+/* A fiber's light state. */
+struct sf__light {
+    struct sf__deque d;
+    struct sf__light_frame *frames; /* owner */
+    bool futures;                   /* a future per task (trace): light.c */
+    /* Tasks spawned past the deque's room: run at once, their values kept
+     * here for the syncs (newest last); a value past cap is lost (no
+     * memory: the run failed with ENOMEM). */
+    void **over_v;
+    size_t over_n, over_cap;
+};
+
+/* The deque of w (what sf.h hands to light tasks). */
+static inline struct sf__light *sf__light_of(sf_worker *w)
+{
+    return (struct sf__light *)(void *)w;
+}
+
+/* Owner: the running fiber's light state, made at its first use; NULL with
+ * errno ENOMEM. */
+struct sf__light *sf__light_here(struct sf__thread *me);
+
+/* Owner: the run of slot t of l: the innermost frame whose base is at or
+ * below t. */
+const struct sf__light_root *sf__light_root_of(const struct sf__light *l,
+                                               const struct sf_light_slot *t);
+
+/* Owner: answers a thief's ask: shares half of l's private slots (writing
+ * their runs) and wakes an idle worker. */
+void sf__light_share(struct sf__light *l);
+
+/* Owner: what a sync of l's newest task finds (sf__light_pop). */
+enum sf__light_pop {
+    SF__LIGHT_RUN,    /* the slot is the owner's: call it */
+    SF__LIGHT_STOLEN, /* a thief runs it: wait for its future (sf__light_stolen) */
+    SF__LIGHT_OVER    /* it ran at its spawn (past the room): its value is kept */
+};
+/* Owner: pops l's newest task for a sync: *t its slot, or for OVER *val its
+ * value. RUN and OVER leave head below it; STOLEN leaves it for
+ * sf__light_stolen_synced. */
+enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t, void **val);
+/* Owner: the future of stolen slot t, once its thief has stored it (a
+ * spin of a few instructions' length, or a yield if the thief was
+ * preempted between its claim and its store). */
+sf_future *sf__light_stolen(struct sf_light_slot *t);
+/* Owner: stolen slot t is synced (its future got and released). */
+void sf__light_stolen_synced(struct sf__light *l, struct sf_light_slot *t);
+
+/* The function of a stolen light task's future, and of every light task's
+ * when l->futures: runs the slot's fn on the running fiber's deque, inside
+ * the slot's run. */
+void *sf__light_task_fn(void *slot);
+
+/*
+ * A thief (an idle worker, or a get helping within `region`, 0 or
+ * SF__REGION_ANY: any): claims another thread's oldest shared light task of
+ * that region and returns its future, claimed (*claimed its state) and
+ * stored in the slot; *from is the owner's thread id. NULL: none (owners
+ * with nothing shared were asked to share), or no future to make one with.
+ */
+sf_future *sf__light_take(struct sf__thread *me, uint32_t region, uint64_t *claimed, int *from);
+
+/* At shutdown, every thread quiet: unmaps every deque. */
+void sf__light_free(struct sf__thread *t);
+
+#endif /* SF_LIGHT_H */
