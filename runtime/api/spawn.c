@@ -135,7 +135,7 @@ SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg)
     t->arg = arg;
     l->d.pub.head = t + 1;
     /* Here with room: a thief asked (limit lowered, or the flag of a slow
-     * deque). */
+     * deque). Relaxed: a hint (deque.h, Asking for work). */
     if (sf__deque_asked(&l->d) ||
         (!l->d.slow && __atomic_load_n(&l->d.pub.limit, __ATOMIC_RELAXED) != l->d.end - 1))
         sf__light_share(l);
