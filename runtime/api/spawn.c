@@ -126,11 +126,15 @@ static void *sync_future(struct sf__light *l)
 {
     struct sf_light_slot *t = l->d.pub.head - 1;
     sf_future *f = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED);
-    l->d.pub.head = t;
-    if (f == NULL)
+    if (f == NULL) {
+        l->d.pub.head = t;
         return t->arg; /* it ran at its spawn */
+    }
     void *r = NULL;
+    /* head stays above t until the task has ended: a thief reads the slot
+     * when it starts, and a task run here meanwhile spawns above it. */
     int code = sf_wait(f, &r);
+    l->d.pub.head = t;
     if (code != 0) {
         /* Not run (cancelled before it started), or a cycle of gets: the
          * run fails with it. */
