@@ -83,15 +83,20 @@ def main():
       % (m1("reps"), m1("elapsed")))
     P("- sizes (`tools/bench/run`'s full ones): %s" % "; ".join(
         "`%s`" % m1("size_" + w) for w in order))
+    if float(m1("foreign_pct", "0")) > 5:
+        P("")
+        P("**Warning**: other processes took %s%% of the CPUs during the runs: the times "
+          "are inflated and noisy (compare *min s*)." % m1("foreign_pct"))
     P("")
     P("*median s*: the median wall time of the workload inside its process (runtime "
       "started and warmed up first). *ns/task*: (median s x threads - sequential "
       "median s) / tasks, the core time a task costs beyond the work, as in "
       "`results/latest.md`; knapsack's tasks are its median run's own. *runs*: "
-      "successful / attempted.")
+      "successful / attempted; *min s*: the fastest run, the least disturbed by other "
+      "processes. The ratios and targets use the medians.")
     P("")
-    P("| workload | threads | program | median s | ns/task | runs |")
-    P("|---|---:|---|---:|---:|---|")
+    P("| workload | threads | program | median s | ns/task | min s | runs |")
+    P("|---|---:|---|---:|---:|---:|---|")
     for w in order:
         rows = [(1, SEQ)] + [(t, rt) for t in threads for rt in PROGRAMS[1:]]
         for t, rt in rows:
@@ -100,9 +105,11 @@ def main():
                 continue
             s = med(w, t, rt)
             n = ns_task(w, t, rt) if rt != SEQ else None
-            P("| %s | %d | %s | %s | %s | %d/%d |" % (
+            lo = min((float(r["seconds"]) for r in ok((w, t, rt))), default=None)
+            P("| %s | %d | %s | %s | %s | %s | %d/%d |" % (
                 w, t, LABEL[rt], "%.4f" % s if s is not None else "-",
-                "%.1f" % n if n is not None else "-", len(ok((w, t, rt))), len(c)))
+                "%.1f" % n if n is not None else "-", "%.4f" % lo if lo is not None else "-",
+                len(ok((w, t, rt))), len(c)))
     P("")
     P("Ratios of median times (*light* = libsf light tasks; *sf_do*, *sf_task* = libsf's "
       "other APIs; lower is better for light in the first two):")
