@@ -115,16 +115,16 @@ struct ks_job {
  * lives in its parent's frame until the parent's sync. */
 static void *knapsack(sf_worker *w, void *arg)
 {
-    const struct ks_job *j = arg;
-    ks_improve(j->v);
-    if (j->i == P.items ||
-        ks_bound(ks_items, j->i, j->c, j->v) <= atomic_load_explicit(&ks_best, memory_order_relaxed))
+    struct ks_job j = *(const struct ks_job *)arg;
+    ks_improve(j.v);
+    if (j.i == P.items ||
+        ks_bound(ks_items, j.i, j.c, j.v) <= atomic_load_explicit(&ks_best, memory_order_relaxed))
         return V(0);
-    const struct ks_item *it = &ks_items[j->i];
-    struct ks_job skip = {j->i + 1, j->c, j->v};
-    if (it->weight > j->c) /* nothing to take: skip is the only child */
+    const struct ks_item *it = &ks_items[j.i];
+    struct ks_job skip = {j.i + 1, j.c, j.v};
+    if (it->weight > j.c) /* nothing to take: skip is the only child */
         return V(1 + U(knapsack(w, &skip)));
-    struct ks_job take = {j->i + 1, j->c - it->weight, j->v + it->value};
+    struct ks_job take = {j.i + 1, j.c - it->weight, j.v + it->value};
     sf_spawn(w, knapsack, &skip);
     uint64_t t = 1 + U(knapsack(w, &take));
     return V(t + 1 + U(sf_sync(w)));
