@@ -45,6 +45,8 @@ tools_bench_bench_lace_CPPFLAGS = $(AM_CPPFLAGS) $(LACE_CPPFLAGS) \
 	-DLACE_VERSION='"$(LACE_VERSION)"' -DLACE_COMMIT='"$(LACE_COMMIT)"'
 tools_bench_bench_lace_CFLAGS = -std=c11 -Wall -Wextra -pthread
 tools_bench_bench_lace_LDADD = $(LACE_LIBS) -lm
+# Relinked when liblace.a is rebuilt.
+EXTRA_tools_bench_bench_lace_DEPENDENCIES = $(LACE_LIB)
 
 tools_bench_mem_sf_SOURCES = tools/bench/src/mem_sf.c tools/bench/src/common.h
 tools_bench_mem_sf_LDADD = libsf.la
