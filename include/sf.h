@@ -292,6 +292,8 @@ SF_EXPORT void *sf_sync_slow(sf_worker *w);
 static inline void sf_spawn(sf_worker *w, sf_light_fn fn, void *arg)
 {
     struct sf_light_slot *t = w->head;
+    /* Relaxed: a thief lowers limit to ask for a share, a hint that orders
+     * nothing; what a thief reads of the slot, a share publishes. */
     if (__builtin_expect(t >= __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 0)) {
         sf_spawn_slow(w, fn, arg);
         return;

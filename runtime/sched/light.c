@@ -231,11 +231,14 @@ static bool take_from(struct sf__thread *me, struct sf__light *l, uint32_t regio
         sf__deque_ask(&l->d);
         return false;
     }
-    if (region != 0 && region != SF__REGION_ANY) {
-        /* A guess before the claim (deque.h); a wrong one takes a task of
-         * another region, which it runs as any thief would. */
+    if (region != SF__REGION_ANY) {
+        /* Admitted as a queued task of the run's region would be (pending.h,
+         * Regions): a helper outside every region takes none of a closed
+         * one. A guess before the claim (deque.h): the slot may be claimed
+         * and shared anew meanwhile, and a task of another region taken
+         * then (rarely) runs as any thief's would. */
         uintptr_t w = (uintptr_t)slot_word(t, SF__SLOT_FUT);
-        if (!(w & 1) || (uint32_t)(w >> 1) != region)
+        if (!(w & 1) || !sf__region_admits(region, (uint32_t)(w >> 1)))
             return false;
     }
     if (*g == NULL && (*g = sf__future_alloc(&me->free)) == NULL)
