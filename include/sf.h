@@ -285,12 +285,15 @@ static inline void *sf_light(sf_light_fn fn, void *arg)
 SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg);
 SF_EXPORT void *sf_sync_slow(sf_worker *w);
 
-/* Spawns fn(w2, arg) on w, the worker handed to the calling light task (or
- * to sf_light()'s fn). Never fails: a deque past its room runs the task at
- * once and keeps its value for the sync. */
+/* Spawns the light task fn(arg) on w, the worker handed to the caller (a
+ * light task, or sf_light()'s fn); fn gets the worker of the stack that
+ * runs it. Never fails: a deque past its room runs the task at once and
+ * keeps its value for the sync. */
 static inline void sf_spawn(sf_worker *w, sf_light_fn fn, void *arg)
 {
     struct sf_light_slot *t = w->head;
+    /* Relaxed: a thief lowers limit to ask for a share, a hint that orders
+     * nothing; what a thief reads of the slot, a share publishes. */
     if (__builtin_expect(t >= __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 0)) {
         sf_spawn_slow(w, fn, arg);
         return;

@@ -52,6 +52,26 @@ static struct sf__light *check_owner(sf_worker *w, const char *call)
 #define OWNER(w, call) sf__light_of(w)
 #endif
 
+/* Calls a light task on this stack, its spawner's (a sync, or an overflow).
+ * The debug build gives it a frame of its own, so that what it spawns and
+ * syncs is checked against its own frame: a sync with nothing of its own
+ * to sync, a return with spawns not synced (sf.h, Light tasks). */
+static void *call_here(struct sf__light *l, sf_light_fn fn, void *arg)
+{
+#ifdef SF_DEBUG
+    struct sf__light_frame fr = {l->frames->root, l->d.pub.head, l->over_n, l->frames};
+    l->frames = &fr;
+    void *r = fn(&l->d.pub, arg);
+    if (l->d.pub.head != fr.base || l->over_n != fr.over)
+        sf__misuse("a light task (%p) returned with %ld tasks it spawned not synced", (void *)fn,
+                   (long)(l->d.pub.head - fr.base) + (long)(l->over_n - fr.over));
+    l->frames = fr.outer;
+    return r;
+#else
+    return fn(&l->d.pub, arg);
+#endif
+}
+
 /* The innermost run's scope on l: where a failure here goes. */
 static struct sf__scope *run_scope(const struct sf__light *l)
 {
@@ -61,7 +81,7 @@ static struct sf__scope *run_scope(const struct sf__light *l)
 /* Spawn past the room: run fn now, keep its value for the sync. */
 static void overflow(struct sf__light *l, sf_light_fn fn, void *arg)
 {
-    void *v = fn(&l->d.pub, arg);
+    void *v = call_here(l, fn, arg);
     if (l->over_n == l->over_cap) {
         size_t cap = l->over_cap ? 2 * l->over_cap : 64;
         void **p = realloc(l->over_v, cap * sizeof *p);
@@ -115,7 +135,7 @@ SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg)
     t->arg = arg;
     l->d.pub.head = t + 1;
     /* Here with room: a thief asked (limit lowered, or the flag of a slow
-     * deque). */
+     * deque). Relaxed: a hint (deque.h, Asking for work). */
     if (sf__deque_asked(&l->d) ||
         (!l->d.slow && __atomic_load_n(&l->d.pub.limit, __ATOMIC_RELAXED) != l->d.end - 1))
         sf__light_share(l);
@@ -126,11 +146,15 @@ static void *sync_future(struct sf__light *l)
 {
     struct sf_light_slot *t = l->d.pub.head - 1;
     sf_future *f = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED);
-    l->d.pub.head = t;
-    if (f == NULL)
+    if (f == NULL) {
+        l->d.pub.head = t;
         return t->arg; /* it ran at its spawn */
+    }
     void *r = NULL;
+    /* head stays above t until the task has ended: a thief reads the slot
+     * when it starts, and a task run here meanwhile spawns above it. */
     int code = sf_wait(f, &r);
+    l->d.pub.head = t;
     if (code != 0) {
         /* Not run (cancelled before it started), or a cycle of gets: the
          * run fails with it. */
@@ -187,7 +211,7 @@ SF_EXPORT void *sf_sync_slow(sf_worker *w)
     void *v = NULL;
     switch (sf__light_pop(l, &t, &v)) {
     case SF__LIGHT_OVER: return v;
-    case SF__LIGHT_RUN: return t->fn(w, t->arg);
+    case SF__LIGHT_RUN: return call_here(l, t->fn, t->arg);
     default: return sync_stolen(sf__thread_self(), l, t);
     }
 }
@@ -222,8 +246,14 @@ SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg)
     l->frames = &fr;
     struct sf__scope_frame sfr;
     sf__scope_push(me, &sfr, &root.scope);
-    /* Idle workers asleep come and ask for a share. */
-    sf__pool_notify();
+    /* Idle workers asleep come and ask for a share: every one for a run of
+     * plain code, which starts the program's fork-join (so they join in
+     * about one wake's time, not one after another: pool.c, hand_on), one
+     * for a run inside a task, which the pool already runs. */
+    if (cur == NULL)
+        sf__pool_wake_all();
+    else
+        sf__pool_notify();
     void *r = fn(&l->d.pub, arg);
     sf__scope_pop(me, &sfr);
     if (SF__UNLIKELY(l->d.pub.head != fr.base || l->over_n != fr.over)) {

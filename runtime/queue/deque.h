@@ -62,7 +62,7 @@
 
 #include "sf.h"
 
-#define SF__DEQUE_SLOTS (UINT32_C(1) << 20) /* 32 MiB of address space a deque */
+#define SF__DEQUE_SLOTS (UINT32_C(1) << 18) /* 8 MiB of address space a deque */
 
 struct sf__light_root; /* light.h: the run a shared slot belongs to */
 

@@ -47,6 +47,10 @@ extern struct sf__pool sf__pool;
 
 /* Bumps idle_seq and wakes one sleeping worker. */
 void sf__pool_wake_one(void);
+/* Wakes every sleeping worker, if any sleeps: for work about to appear that
+ * they should all come and ask for (a light run from plain code, spawn.c).
+ * No fence: a worker that sleeps on regardless rescans within its nap. */
+void sf__pool_wake_all(void);
 
 /* Is a worker idle? A hint for submitters (pending.h, sf__pending_submit):
  * relaxed, a worker that goes idle just after asks through `want`. */

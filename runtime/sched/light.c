@@ -185,6 +185,15 @@ void *sf__light_task_fn(void *p)
     return r;
 }
 
+/* A stolen task's tag: the thief's id, then the promises' top bit and a
+ * bit of its own below the continuations' (promise.h, after.h: a promise
+ * is known by its function too, a continuation by its status), then a
+ * count. It never matches a queue's push, so no queue's watermarks count
+ * it (pending.h, Submission). */
+#define SF__LIGHT_SEQ_TOP (UINT64_C(1) << (SF__SEQ_BITS - 3))
+#define SF__LIGHT_SEQ (UINT64_C(1) << (SF__SEQ_BITS - 1) | SF__LIGHT_SEQ_TOP)
+static _Atomic uint64_t stolen_made;
+
 /* A thief's claim of slot t of l's deque (claimed with word ts): the
  * future g becomes the task, RUNNING, stored in the slot. */
 static uint64_t make_task(struct sf__thread *me, sf_future *g, struct sf_light_slot *t)
@@ -199,9 +208,9 @@ static uint64_t make_task(struct sf__thread *me, sf_future *g, struct sf_light_s
      * and nobody else finds it. */
     __atomic_store_n(&g->val, (void *)t, __ATOMIC_RELAXED);
     atomic_store_explicit(&g->region, root->region, memory_order_relaxed);
-    /* A tag from our push counter, as if we had pushed and claimed it: it
-     * is in no queue, so nothing looks for its slot. */
-    uint64_t n = me->q.seq++;
+    /* Relaxed: tags need only be distinct. */
+    uint64_t k = atomic_fetch_add_explicit(&stolen_made, 1, memory_order_relaxed);
+    uint64_t n = (uint64_t)me->id << SF__SEQ_BITS | SF__LIGHT_SEQ | (k & (SF__LIGHT_SEQ_TOP - 1));
     g->kids_up_tag = (n << SF__TAG_SHIFT) | SF__PENDING;
     uint64_t s = (n << SF__TAG_SHIFT) | SF__RUNNING;
     SF__ASSERT_TRANSITION(SF__FREE, s);
@@ -222,11 +231,14 @@ static bool take_from(struct sf__thread *me, struct sf__light *l, uint32_t regio
         sf__deque_ask(&l->d);
         return false;
     }
-    if (region != 0 && region != SF__REGION_ANY) {
-        /* A guess before the claim (deque.h); a wrong one takes a task of
-         * another region, which it runs as any thief would. */
+    if (region != SF__REGION_ANY) {
+        /* Admitted as a queued task of the run's region would be (pending.h,
+         * Regions): a helper outside every region takes none of a closed
+         * one. A guess before the claim (deque.h): the slot may be claimed
+         * and shared anew meanwhile, and a task of another region taken
+         * then (rarely) runs as any thief's would. */
         uintptr_t w = (uintptr_t)slot_word(t, SF__SLOT_FUT);
-        if (!(w & 1) || (uint32_t)(w >> 1) != region)
+        if (!(w & 1) || !sf__region_admits(region, (uint32_t)(w >> 1)))
             return false;
     }
     if (*g == NULL && (*g = sf__future_alloc(&me->free)) == NULL)

@@ -107,6 +107,15 @@ void sf__light_stolen_synced(struct sf__light *l, struct sf_light_slot *t);
  * the slot's run. */
 void *sf__light_task_fn(void *slot);
 
+/* The function the trace names f's task by: a light task's own, not
+ * sf__light_task_fn's. */
+static inline const void *sf__light_trace_fn(const sf_future *f)
+{
+    if (f->u.fn != sf__light_task_fn)
+        return (const void *)f->u.fn;
+    return (const void *)((const struct sf_light_slot *)f->val)->fn;
+}
+
 /*
  * A thief (an idle worker, or a get helping within `region`, 0 or
  * SF__REGION_ANY: any): claims another thread's oldest shared light task of

@@ -46,8 +46,9 @@ static unsigned idle_spins = IDLE_SPINS;
  * force: after spinning in vain, private submitted tasks too. *from is the
  * queue's thread id, SF__NO_THREAD_ID for a batch task. */
 static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *claimed,
-                                 int *from)
+                                 int *from, bool *light)
 {
+    *light = false;
     /* Ready continuations first: each waited for its deps, and a
      * pipeline's latency is theirs (after.h). */
     sf_future *b = sf__after_take(me, claimed);
@@ -79,8 +80,10 @@ static sf_future *find_submitted(struct sf__thread *me, bool force, uint64_t *cl
     }
     /* Light tasks: shared ones, and the owners of others asked to share. */
     b = sf__light_take(me, SF__REGION_ANY, claimed, from);
-    if (b != NULL)
+    if (b != NULL) {
+        *light = true;
         return b;
+    }
     SF__BUMP(sf__sched(me)->c_steal_fails);
     return NULL;
 }
@@ -120,12 +123,15 @@ static void set_idle(bool *idle, bool now)
  * counts are ordered where it matters by the fences of the sleep protocol;
  * here a stale one costs one wake too many, or one too few that a later
  * notify or the sleepers' timed rescan makes up for - never a lost task,
- * since every task also runs in the thread that gets it. */
-static void hand_on(int from, uint64_t claimed)
+ * since every task also runs in the thread that gets it. A stolen light task
+ * always hands on: it is fork-join work that spawns at once, so each thief
+ * wakes the next and a light run reaches n workers in about log2(n) wakes,
+ * not n (light.h). */
+static void hand_on(int from, uint64_t claimed, bool light)
 {
     if (atomic_load_explicit(&sf__pool.searching, memory_order_relaxed) == 0 &&
         atomic_load_explicit(&sf__pool.idle_sleepers, memory_order_relaxed) > 0 &&
-        (sf__after_maybe_ready() ||
+        (light || sf__after_maybe_ready() ||
          (from == SF__NO_THREAD_ID ? sf__batch_maybe_pending()
                                    : sf__pending_more_submitted(&sf__registry_get(from)->q,
                                                                 claimed))))
@@ -190,11 +196,12 @@ static void *worker_main(void *arg)
          * first; this loop, yielding, goes on after it (park.c). */
         if (sf__park_any(me))
             (void)sf__park_resume_ready(me, NULL);
-        sf_future *f = find_submitted(me, false, &claimed, &from);
+        bool light;
+        sf_future *f = find_submitted(me, false, &claimed, &from, &light);
         if (f != NULL) {
             set_idle(&idle, false);
             stop_searching();
-            hand_on(from, claimed);
+            hand_on(from, claimed, light);
             run_taken(me, f, claimed, from);
             start_searching();
             spins = 0;
@@ -216,7 +223,7 @@ static void *worker_main(void *arg)
         atomic_fetch_add_explicit(&sf__pool.idle_sleepers, 1, memory_order_relaxed);
         uint32_t seen = atomic_load_explicit(&sf__pool.idle_seq, memory_order_relaxed);
         sf__fence_heavy();
-        f = find_submitted(me, true, &claimed, &from);
+        f = find_submitted(me, true, &claimed, &from, &light);
         /* Acquire: as the loop's test of stop. */
         if (f == NULL && !atomic_load_explicit(&sf__pool.stop, memory_order_acquire)) {
             SF__TRACE(me, IDLE, 0, 0);
@@ -231,7 +238,7 @@ static void *worker_main(void *arg)
         spins = 0;
         if (f != NULL) {
             set_idle(&idle, false);
-            hand_on(from, claimed); /* not searching since the sleep protocol */
+            hand_on(from, claimed, light); /* not searching since the sleep protocol */
             run_taken(me, f, claimed, from);
         }
         start_searching();

@@ -155,12 +155,14 @@ static __attribute__((noinline)) void run_batch_task(struct sf__thread *me, sf_f
 void sf__run_claimed(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how how)
 {
     /* While a cancellation is in effect (cancel.h), a task that one reaches
-     * never starts: it completes cancelled, its getters see ECANCELED. The
+     * never starts: it completes cancelled, its getters see ECANCELED. Not
+     * a light task: each runs exactly once, and hears of the cancellation
+     * through sf_cancelled() (light.h), wherever it runs. The
      * fork-join fast paths leave to here then (SF__WANT_CHECK). Relaxed: a
      * cancellation this misses is heard at the task's first
      * sf_cancelled(). */
     if (SF__UNLIKELY(atomic_load_explicit(&sf__cancel_asked, memory_order_relaxed) != 0) &&
-        sf__cancel_reaches_task(f)) {
+        f->u.fn != sf__light_task_fn && sf__cancel_reaches_task(f)) {
         sf__run_cancelled(me, f, claimed);
         return;
     }

@@ -30,6 +30,7 @@
 
 #include "sched/after.h"
 #include "sched/batch.h"
+#include "sched/light.h"
 #include "registry/cancel.h"
 
 /* The out-of-line copy, for runners off the fork-join fast path. */
@@ -88,7 +89,7 @@ sf__run_body(struct sf__thread *me, sf_future *f, uint64_t claimed, enum sf__how
     }
     SF__ASSERT(sf__status(claimed) == SF__RUNNING, "a task runs with the state its claim left");
     if (traced)
-        sf__trace_start(me, claimed, how, (const void *)f->u.fn);
+        sf__trace_start(me, claimed, how, sf__light_trace_fn(f));
     sf__witness_assert_none("a task starts");
     sf__sched(me)->cur = f;
 #if defined(__SANITIZE_THREAD__)

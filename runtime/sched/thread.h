@@ -126,10 +126,6 @@ struct sf__sched {
      * and kept until it is freed: written once by the owner (release),
      * read by deadlock checks on other threads (park.c, sf__park_is_fiber). */
     _Atomic(struct sf__fiber *) fibers;
-    /* Fibers with a light deque (light.h): bit 0 the base, bit k fiber k
-     * (bit 63 also every fiber above). Set by the owner (release), read by
-     * thieves. */
-    _Atomic uint64_t light_mask;
     _Atomic int asleep;        /* 1 while asleep in a get (owner writes; trace reads) */
     _Atomic int timed_sleep;   /* 1 while that sleep is a timed wait's, which returns
                                 * at its deadline (owner writes; the shutdown's
@@ -179,6 +175,11 @@ struct sf__sched {
      * every thread's task counters stood at hang_sum, and when it next sums
      * them. */
     uint64_t hang_since, hang_sum, hang_next;
+    /* Fibers with a light deque (light.h): bit 0 the base, bit k fiber k
+     * (bit 63 also every fiber above). Set by the owner (release), read by
+     * every idle worker's scan: on a line of its own, away from the
+     * counters the owner writes at every task. */
+    _Alignas(64) _Atomic uint64_t light_mask;
 };
 
 /* The bytes struct sf__sched takes in `upper`: where the next layer's part

@@ -10,9 +10,9 @@ bench_programs =
 EXTRA_PROGRAMS =
 if SF_BENCH
 bench_programs += tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
-	tools/bench/mem_sf tools/bench/xget_sf
+	tools/bench/bench_sflight tools/bench/mem_sf tools/bench/xget_sf
 EXTRA_PROGRAMS += tools/bench/bench_seq tools/bench/bench_sf tools/bench/bench_sftask \
-	tools/bench/mem_sf tools/bench/xget_sf \
+	tools/bench/bench_sflight tools/bench/bench_lace tools/bench/mem_sf tools/bench/xget_sf \
 	tools/bench/bench_tbb tools/bench/bench_gomp
 
 tools_bench_bench_seq_SOURCES = tools/bench/src/bench_seq.c tools/bench/src/common.h \
@@ -30,6 +30,23 @@ tools_bench_bench_sftask_SOURCES = $(tools_bench_bench_sf_SOURCES)
 tools_bench_bench_sftask_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SF_TASK
 tools_bench_bench_sftask_LDADD = libsf.la
 tools_bench_bench_sftask_LDFLAGS = -static
+
+# The fork-join workloads on light tasks (sf_light, sf_spawn, sf_sync).
+tools_bench_bench_sflight_SOURCES = tools/bench/src/bench_sflight.c tools/bench/src/common.h \
+	tools/bench/src/classic.h tools/bench/src/workloads.h
+tools_bench_bench_sflight_LDADD = libsf.la
+tools_bench_bench_sflight_LDFLAGS = -static
+
+# The same on Lace, light tasks' peer: built when configure's LACE_DIR names
+# a Lace build (configure.ac), which it links statically (liblace.a).
+tools_bench_bench_lace_SOURCES = tools/bench/src/bench_lace.c tools/bench/src/common.h \
+	tools/bench/src/classic.h tools/bench/src/workloads.h
+tools_bench_bench_lace_CPPFLAGS = $(AM_CPPFLAGS) $(LACE_CPPFLAGS) \
+	-DLACE_VERSION='"$(LACE_VERSION)"' -DLACE_COMMIT='"$(LACE_COMMIT)"'
+tools_bench_bench_lace_CFLAGS = -std=c11 -Wall -Wextra -pthread
+tools_bench_bench_lace_LDADD = $(LACE_LIBS) -lm
+# Relinked when liblace.a is rebuilt.
+EXTRA_tools_bench_bench_lace_DEPENDENCIES = $(LACE_LIB)
 
 tools_bench_mem_sf_SOURCES = tools/bench/src/mem_sf.c tools/bench/src/common.h
 tools_bench_mem_sf_LDADD = libsf.la
@@ -70,6 +87,9 @@ bench_programs += tools/bench/bench_gomp
 endif
 if BENCH_LLOMP
 bench_programs += tools/bench/bench_llomp
+endif
+if BENCH_LACE
+bench_programs += tools/bench/bench_lace
 endif
 
 bench-programs: $(bench_programs)
