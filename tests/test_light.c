@@ -336,8 +336,9 @@ START_TEST(overflow_past_the_deque)
 END_TEST
 
 /* Past the room, tasks that spawn and sync themselves, and one that makes
- * a light run of its own: all run at their spawn, their spawns too. */
-enum { ROOM = 1 << 20 };
+ * a light run of its own: all run at their spawn, their spawns too. ROOM
+ * is a deque's room (docs/light.md); another one changes only the mix. */
+enum { ROOM = 1 << 18 };
 
 static void *ov_fib(sf_worker *w, void *p)
 {
@@ -802,6 +803,199 @@ START_TEST(light_task_parks_in_a_get)
     sf_release(atomic_load(&pk_x));
     sf_release(pk_p);
     tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
+/* Many light tasks each parked in a get of its own promise, which a plain
+ * thread sets in a shuffled order: fibers past the 63 that have a bit of
+ * their own in a thread's mask hold deques too (light.c). */
+enum { MP_N = 200 };
+static sf_future *mp_p[MP_N];
+
+static void *mp_feeder(void *arg)
+{
+    (void)arg;
+    tu_sleep_ms(20);
+    for (int k = 0; k < MP_N; k++) {
+        int j = (k * 67) % MP_N; /* 67 is prime to 200: a permutation */
+        EXPECT(sf_promise_set(mp_p[j], (void *)(long)(j + 1)) == 0);
+        if (k % 16 == 0)
+            tu_sleep_ms(1);
+    }
+    return NULL;
+}
+
+static void *mp_leaf(sf_worker *w, void *p)
+{
+    (void)w;
+    long k = (long)p;
+    tu_spin_us(20);
+    return sf_get(mp_p[k]);
+}
+
+static void *mp_root(sf_worker *w, void *p)
+{
+    (void)p;
+    for (long k = 0; k < MP_N; k++)
+        sf_spawn(w, mp_leaf, (void *)k);
+    long sum = 0;
+    for (long k = MP_N - 1; k >= 0; k--) {
+        long v = (long)sf_sync(w);
+        EXPECT(v == k + 1);
+        sum += v;
+    }
+    return (void *)sum;
+}
+
+static void *mp_task(void *p) { return sf_light(mp_root, p); }
+
+START_TEST(many_light_tasks_parked)
+{
+    start(threads_of[_i]);
+    for (int k = 0; k < MP_N; k++)
+        ck_assert_ptr_nonnull(mp_p[k] = sf_promise());
+    pthread_t feeder;
+    ck_assert_int_eq(pthread_create(&feeder, NULL, mp_feeder, NULL), 0);
+    sf_future *f = sf_do(mp_task, NULL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq((long)sf_get(f), (long)MP_N * (MP_N + 1) / 2);
+    ck_assert_int_eq(pthread_join(feeder, NULL), 0);
+    sf_release(f);
+    for (int k = 0; k < MP_N; k++)
+        sf_release(mp_p[k]);
+    assert_no_bad();
+    sf_stats s = tu_stats_quiet();
+    ck_assert_uint_eq(s.promises, MP_N);
+    sf_shutdown();
+}
+END_TEST
+
+/* A light task that gets the task its run is in: a cycle of gets, which
+ * the get that closes it reports (EDEADLK), here or in the sync that
+ * waits for it; nothing hangs. */
+static sf_future *cy_f;
+static atomic_int cy_leaf_err = -1;
+
+static void *cy_leaf(sf_worker *w, void *p)
+{
+    (void)w;
+    errno = 0;
+    void *r = sf_get(cy_f);
+    atomic_store(&cy_leaf_err, r == NULL ? errno : 0);
+    return p;
+}
+
+static void *cy_root(sf_worker *w, void *p)
+{
+    (void)p;
+    sf_spawn(w, cy_leaf, (void *)5L);
+    return sf_sync(w);
+}
+
+static void *cy_task(void *p)
+{
+    (void)p;
+    errno = 0;
+    void *r = sf_light(cy_root, NULL);
+    int err = errno;
+    /* Either the leaf's get closed the cycle, or the sync's did. */
+    if (r != NULL)
+        EXPECT(r == (void *)5L && atomic_load(&cy_leaf_err) == EDEADLK);
+    else
+        EXPECT(err == EDEADLK);
+    return (void *)9L;
+}
+
+START_TEST(a_cycle_through_the_run_is_reported)
+{
+    start(threads_of[_i]);
+    cy_f = sf_do(cy_task, NULL);
+    ck_assert_ptr_nonnull(cy_f);
+    ck_assert_ptr_eq(sf_get(cy_f), (void *)9L);
+    assert_no_bad();
+    sf_release(cy_f);
+    sf_shutdown();
+}
+END_TEST
+
+/* While a light task waits in a get, the tasks its run spawned before it,
+ * not synced yet, are there for idle workers: the get parks its stack and
+ * the others run elsewhere. The promise the waiting task gets is set only
+ * once a leaf ran off the run's thread (or after PS_WAIT_MS: a failure). */
+#define PS_WAIT_MS 2000L /* idle workers ask within a wake's time */
+static sf_future *ps_p;
+static int ps_root_index;
+static atomic_int ps_set_after_seen = -1;
+
+static int ps_seen_elsewhere(void)
+{
+    for (int i = 0; i < MAX_INDEX; i++)
+        if (i != ps_root_index && atomic_load(&on_thread[i]) > 0)
+            return 1;
+    return 0;
+}
+
+static void *ps_feeder(void *arg)
+{
+    (void)arg;
+    double end = tu_now_ms() + PS_WAIT_MS;
+    while (!ps_seen_elsewhere() && tu_now_ms() < end)
+        tu_sleep_ms(1);
+    atomic_store(&ps_set_after_seen, ps_seen_elsewhere());
+    EXPECT(sf_promise_set(ps_p, (void *)100L) == 0);
+    return NULL;
+}
+
+static void *ps_waiter(sf_worker *w, void *p)
+{
+    (void)w;
+    (void)p;
+    return sf_get(ps_p);
+}
+
+static void *ps_root(sf_worker *w, void *p)
+{
+    (void)p;
+    struct tree_arg a[6];
+    for (int k = 0; k < 6; k++) {
+        a[k] = (struct tree_arg){4, k, 0}; /* 6 trees of 16 leaves */
+        sf_spawn(w, ltree, &a[k]);
+    }
+    sf_spawn(w, ps_waiter, NULL);
+    long sum = (long)sf_sync(w);
+    for (int k = 5; k >= 0; k--) {
+        sum += (long)sf_sync(w);
+        EXPECT(atomic_load(&a[k].runs) == 1);
+    }
+    return (void *)sum;
+}
+
+static void *ps_task(void *p) { return sf_light(ps_root, p); }
+
+START_TEST(a_parked_light_task_leaves_the_rest_to_steal)
+{
+    start(threads_of[1 + _i]);
+    leaves_alloc(7); /* tree k's leaves are ids 16k .. 16k + 15 */
+    leaf_us = 100;
+    ps_root_index = sf_thread_index();
+    ps_p = sf_promise();
+    ck_assert_ptr_nonnull(ps_p);
+    pthread_t feeder;
+    ck_assert_int_eq(pthread_create(&feeder, NULL, ps_feeder, NULL), 0);
+    sf_future *f = sf_do(ps_task, NULL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq((long)sf_get(f), 100 + 96 * 97 / 2);
+    ck_assert_int_eq(pthread_join(feeder, NULL), 0);
+    ck_assert_msg(atomic_load(&ps_set_after_seen) == 1,
+                  "no light task of the run ran elsewhere in %.0f s while one waited in a get",
+                  PS_WAIT_MS / 1e3);
+    for (int i = 0; i < 96; i++)
+        ck_assert_int_eq(atomic_load(&leaf_runs[i]), 1);
+    assert_no_bad();
+    sf_release(f);
+    sf_release(ps_p);
+    leaves_free();
     sf_shutdown();
 }
 END_TEST
@@ -1456,6 +1650,21 @@ static void *rel_root(sf_worker *w, void *p)
     return (void *)11L;
 }
 
+/* A sync with nothing to sync: NULL with errno EINVAL (docs/light.md). */
+static void *rel_sync_nothing(sf_worker *w, void *p)
+{
+    errno = 0;
+    EXPECT(sf_sync(w) == NULL);
+    EXPECT(errno == EINVAL);
+    /* The deque is as before. */
+    sf_spawn(w, leaf_value, (void *)3L);
+    EXPECT(sf_sync(w) == (void *)3L);
+    errno = 0;
+    EXPECT(sf_sync(w) == NULL);
+    EXPECT(errno == EINVAL);
+    return p;
+}
+
 START_TEST(release_build_loses_no_work)
 {
     if (DEBUG_BUILD) {
@@ -1473,6 +1682,7 @@ START_TEST(release_build_loses_no_work)
             ck_assert_msg(atomic_load(&rel_runs[k]) == 1, "round %d: task %d ran %d times",
                           round, k, atomic_load(&rel_runs[k]));
     }
+    ck_assert_ptr_eq(sf_light(rel_sync_nothing, (void *)12L), (void *)12L);
     /* The deque is as before. */
     loop_exact(1000);
     ck_assert_int_eq(light_fib(18), 2584);
@@ -1498,6 +1708,9 @@ static Suite *light_suite(void)
     tcase_add_test(tc, blocked_get_steals);
     tcase_add_test(tc, loop_body_run_is_the_loops_work);
     tcase_add_loop_test(tc, light_task_parks_in_a_get, 0, 6);
+    tcase_add_loop_test(tc, many_light_tasks_parked, 0, 3);
+    tcase_add_loop_test(tc, a_parked_light_task_leaves_the_rest_to_steal, 0, 2);
+    tcase_add_loop_test(tc, a_cycle_through_the_run_is_reported, 0, 3);
     tcase_add_loop_test(tc, nested_in_a_light_task, 0, 3);
     tcase_add_loop_test(tc, nested_in_tasks, 0, 3);
     tcase_add_loop_test(tc, runs_on_sixteen_plain_threads, 0, 3);
