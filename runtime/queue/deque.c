@@ -49,14 +49,14 @@ void sf__deque_destroy(struct sf__deque *d)
     d->base = NULL;
 }
 
-bool sf__deque_share_range(const struct sf__deque *d, struct sf_light_slot **lo,
+bool sf__deque_share_range(const struct sf__deque *d, bool all, struct sf_light_slot **lo,
                            struct sf_light_slot **hi)
 {
     struct sf_light_slot *s = d->o_split, *h = d->pub.head;
     if (h <= s)
         return false;
     *lo = s;
-    *hi = s + (h - s + 1) / 2;
+    *hi = all ? h : s + (h - s + 1) / 2;
     return true;
 }
 

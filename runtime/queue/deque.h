@@ -102,9 +102,10 @@ static inline bool sf__deque_asked(const struct sf__deque *d)
 }
 
 /* Owner: the private slots a share would publish, [*lo, *hi): half of
- * them, oldest first, at least one; none (false) if there is no private
- * slot. The caller writes each slot's root, then commits. */
-bool sf__deque_share_range(const struct sf__deque *d, struct sf_light_slot **lo,
+ * them (all of them when `all`), oldest first, at least one; none (false)
+ * if there is no private slot. The caller writes each slot's root, then
+ * commits. */
+bool sf__deque_share_range(const struct sf__deque *d, bool all, struct sf_light_slot **lo,
                            struct sf_light_slot **hi);
 /* Owner: makes [o_split, hi) shared and answers the ask (limit back). */
 void sf__deque_share_commit(struct sf__deque *d, struct sf_light_slot *hi);
