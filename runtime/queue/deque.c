@@ -49,28 +49,31 @@ void sf__deque_destroy(struct sf__deque *d)
     d->base = NULL;
 }
 
-bool sf__deque_share_range(const struct sf__deque *d, struct sf_light_slot **lo,
+bool sf__deque_share_range(const struct sf__deque *d, bool all, struct sf_light_slot **lo,
                            struct sf_light_slot **hi)
 {
     struct sf_light_slot *s = d->o_split, *h = d->pub.head;
     if (h <= s)
         return false;
     *lo = s;
-    *hi = s + (h - s + 1) / 2;
+    *hi = all ? h : s + (h - s + 1) / 2;
     return true;
 }
 
 void sf__deque_unask(struct sf__deque *d)
 {
-    /* Relaxed, both: they order nothing; a thief's ask that lands after
-     * this is seen at the next spawn, one that this swallows is a lost
-     * hint (deque.h, Asking for work). */
+    /* Relaxed, both: they order nothing. The limit first, then the flag:
+     * an ask that lands between them finds the flag up and is merged into
+     * the share this answers (a lost hint, which its thief repeats once the
+     * flag is down), and one that lands after both is seen at the next
+     * spawn. The other order could leave the flag up and the limit high,
+     * and every later ask returning at the flag: no share again. */
+    if (!d->slow) {
+        struct sf_light_slot *asked = d->base;
+        __atomic_compare_exchange_n(&d->pub.limit, &asked, d->end - 1, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+    }
     atomic_store_explicit(&d->ask, false, memory_order_relaxed);
-    if (d->slow)
-        return;
-    struct sf_light_slot *asked = d->base;
-    __atomic_compare_exchange_n(&d->pub.limit, &asked, d->end - 1, false, __ATOMIC_RELAXED,
-                                __ATOMIC_RELAXED);
 }
 
 void sf__deque_share_commit(struct sf__deque *d, struct sf_light_slot *hi)
@@ -140,9 +143,10 @@ void sf__deque_ask(struct sf__deque *d)
     /* Relaxed: a hint; read first, so that many idle thieves do not keep
      * writing the owner's lines. An owner whose spawn finds the limit
      * lowered shares whether or not the flag has reached it. */
-    if (atomic_load_explicit(&d->ask, memory_order_relaxed))
-        return;
-    atomic_store_explicit(&d->ask, true, memory_order_relaxed);
-    if (!d->slow)
+    if (!atomic_load_explicit(&d->ask, memory_order_relaxed))
+        atomic_store_explicit(&d->ask, true, memory_order_relaxed);
+    /* The limit whatever the flag said: a flag up with the limit high
+     * (an unask between our two stores) must not silence every ask. */
+    if (!d->slow && __atomic_load_n(&d->pub.limit, __ATOMIC_RELAXED) != d->base)
         __atomic_store_n(&d->pub.limit, d->base, __ATOMIC_RELAXED);
 }

@@ -45,8 +45,11 @@
  * oldest first - the biggest tasks of a fork-join - and limit back to end.
  * An ask that comes while the owner shares may be lost (the CAS that resets
  * limit swallows it): asks are hints, the owner syncs every task it does
- * not share, and the thief asks again. A slow deque keeps limit at base, so
- * its every spawn is the library's, which reads `ask`.
+ * not share, and the thief asks again. What must never happen is an ask
+ * that cannot be repeated: the owner resets limit before it lowers the
+ * flag, and a thief lowers limit whatever the flag says (deque.c). A slow
+ * deque keeps limit at base, so its every spawn is the library's, which
+ * reads `ask`.
  *
  * Overflow. A deque holds SF__DEQUE_SLOTS tasks, reserved as address space
  * and touched only as deep as it is used. The slot at end - 1 is never
@@ -99,9 +102,10 @@ static inline bool sf__deque_asked(const struct sf__deque *d)
 }
 
 /* Owner: the private slots a share would publish, [*lo, *hi): half of
- * them, oldest first, at least one; none (false) if there is no private
- * slot. The caller writes each slot's root, then commits. */
-bool sf__deque_share_range(const struct sf__deque *d, struct sf_light_slot **lo,
+ * them (all of them when `all`), oldest first, at least one; none (false)
+ * if there is no private slot. The caller writes each slot's root, then
+ * commits. */
+bool sf__deque_share_range(const struct sf__deque *d, bool all, struct sf_light_slot **lo,
                            struct sf_light_slot **hi);
 /* Owner: makes [o_split, hi) shared and answers the ask (limit back). */
 void sf__deque_share_commit(struct sf__deque *d, struct sf_light_slot *hi);

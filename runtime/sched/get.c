@@ -643,6 +643,7 @@ static void first_block(struct sf__thread *me, struct slow_get *w, uint64_t s)
 {
     w->blocked = true;
     SF__BUMP(sf__sched(me)->c_blocked);
+    sf__light_offer(me); /* this stack's light tasks, stealable while it waits */
     if (!w->isolated && !w->plain)
         return;
     learn_region(w, s);

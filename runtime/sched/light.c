@@ -64,10 +64,11 @@ const struct sf__light_root *sf__light_root_of(const struct sf__light *l,
     return fr->root;
 }
 
-void sf__light_share(struct sf__light *l)
+/* Shares half of l's private slots, or all of them. */
+static void share(struct sf__light *l, bool all)
 {
     struct sf_light_slot *lo, *hi;
-    if (l->futures || !sf__deque_share_range(&l->d, &lo, &hi)) {
+    if (l->futures || l->over_n > 0 || !sf__deque_share_range(&l->d, all, &lo, &hi)) {
         sf__deque_unask(&l->d);
         return;
     }
@@ -80,6 +81,16 @@ void sf__light_share(struct sf__light *l)
     }
     sf__deque_share_commit(&l->d, hi);
     sf__pool_notify();
+}
+
+void sf__light_share(struct sf__light *l) { share(l, false); }
+
+void sf__light_offer(struct sf__thread *me)
+{
+    /* Relaxed: our own store. */
+    struct sf__light *l = atomic_load_explicit(&sf__sched(me)->fiber->light, memory_order_relaxed);
+    if (l != NULL && l->frames != NULL && l->d.pub.head > l->d.o_split)
+        share(l, true);
 }
 
 enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t, void **val)

@@ -84,6 +84,11 @@ const struct sf__light_root *sf__light_root_of(const struct sf__light *l,
 /* Owner: answers a thief's ask: shares half of l's private slots (writing
  * their runs) and wakes an idle worker. */
 void sf__light_share(struct sf__light *l);
+/* A get about to wait (get.c): the waiting stack's light tasks not yet
+ * shared become stealable, all of them - its owner syncs none until the
+ * get returns, and idle workers would otherwise wait for a spawn that
+ * does not come. */
+void sf__light_offer(struct sf__thread *me);
 
 /* Owner: what a sync of l's newest task finds (sf__light_pop). */
 enum sf__light_pop {
