@@ -1,16 +1,21 @@
 /*
  * test_light.c - light tasks (sf.h, Light tasks: sf_light, sf_spawn,
- * sf_sync): exact results of fib, nqueens, a hashed tree and a loop of
- * 100,000 spawns, each light task run exactly once; more than 2^20 spawns
- * outstanding on one deque; steals by idle workers and by a blocked get,
- * with consistent statistics; a light task that parks in a get; runs
+ * sf_sync; docs/light.md): exact results of fib, nqueens, a hashed tree
+ * and a loop of 100,000 spawns, each light task run exactly once; more
+ * than 2^20 spawns outstanding on one deque, and tasks past its room that
+ * spawn; steals by idle workers (still after a storm of shares) and by a
+ * blocked get, with consistent statistics, but not of a loop body's run
+ * by a get outside the loop; light tasks that park in gets, one whose
+ * wait leaves the rest to steal, a cycle of gets through a run; runs
  * nested in light tasks, in tasks and on 16 plain threads; failures,
  * cancellation, the ABI check, the trace; misuse in the debug build (an
  * abort naming it) and in a release build (no work lost).
  *
- * Each case runs at SF_THREADS 1, 2 and 4 unless it needs more than one
- * thread. Tasks report a wrong value through EXPECT, which the test
- * asserts on at the end: an assertion on a worker would not name the case.
+ * Each case runs at SF_THREADS 1, 2 and 4 unless it needs another thread
+ * (2 and 4; 2 where the one worker must be busy) or one schedule (the
+ * debug build's misuse children: 1, or 1 and 2). Tasks report a wrong
+ * value through EXPECT, which the test asserts on at the end: an
+ * assertion on a worker would not name the case.
  * A wait for another thread has a deadline (WAIT_MS) and counts as a
  * failure past it; the tcase timeout is the watchdog beyond that.
  */
