@@ -11,7 +11,7 @@ if SF_TESTS
 # with LDADD below. Listed longest first: the driver starts them in this
 # order, so `make -j2 check` ends with short ones on both cores.
 sf_tests = \
-	tests/test_park tests/test_after tests/test_memory tests/test_shutdown_timeout tests/test_claim \
+	tests/test_park tests/test_after tests/test_light tests/test_memory tests/test_shutdown_timeout tests/test_claim \
 	tests/test_faults tests/test_deadlock tests/test_shutdown tests/test_task \
 	tests/test_help tests/test_stress tests/test_for tests/test_pending tests/test_meh \
 	tests/test_isolated tests/test_trace_chrome tests/test_foreign tests/test_unload \
@@ -50,8 +50,8 @@ endif
 
 # Programs that differ from the default:
 
-# test_trace, test_batch, test_wait_for, test_promise, test_after, test_task and test_cancel_tree check the
-# runtime's traces with sftrace, the reader of the format.
+# test_trace, test_batch, test_wait_for, test_promise, test_after, test_task, test_cancel_tree and
+# test_light check the runtime's traces with sftrace, the reader of the format.
 tests_test_trace_CPPFLAGS = $(AM_CPPFLAGS) -DSFTRACE_BIN='"$(abs_top_builddir)/tools/sftrace/sftrace$(EXEEXT)"'
 EXTRA_tests_test_trace_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 tests_test_batch_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
@@ -66,6 +66,8 @@ tests_test_task_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
 EXTRA_tests_test_task_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 tests_test_cancel_tree_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
 EXTRA_tests_test_cancel_tree_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
+tests_test_light_CPPFLAGS = $(tests_test_trace_CPPFLAGS)
+EXTRA_tests_test_light_DEPENDENCIES = tools/sftrace/sftrace$(EXEEXT)
 
 # SF_TRACE=chrome: the JSON trace, read with json-c.
 tests_test_trace_chrome_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
