@@ -166,13 +166,22 @@ static void *sync_future(struct sf__light *l)
     return r;
 }
 
+/* Pauses a sync spends on a stolen task before it waits as sf_get. */
+#define STOLEN_SPINS 4096
+
 /* A stolen slot t: get its thief's future, release it. */
 static void *sync_stolen(struct sf__thread *me, struct sf__light *l, struct sf_light_slot *t)
 {
     sf_future *g = sf__light_stolen(t);
     errno = 0;
-    /* Acquire: DONE publishes the thief's writes, the value among them. */
+    /* Acquire: DONE publishes the thief's writes, the value among them. A
+     * stolen light task is usually short: spin a while before the get's
+     * help, which parks this stack, and its sleep. */
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
+    for (int i = 0; i < STOLEN_SPINS && sf__status(s) != SF__DONE; i++) {
+        sf__pause();
+        s = atomic_load_explicit(&g->state, memory_order_acquire);
+    }
     void *r = sf__done_ok(s) ? g->val : sf__get_slow(me, g, false);
     s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (!sf__done_ok(s)) {
@@ -234,8 +243,14 @@ SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg)
     if (l == NULL)
         return NULL;
     sf_future *cur = sf__sched(me)->cur;
+    /* A run of plain code outside every region opens one of its own, as a
+     * task of plain code does when it starts (get.c, Plain code's waits):
+     * its syncs, plain code's waits, help with its tasks and nothing else.
+     * Inside a region (a loop's body run by plain code) it stays there. */
+    bool open = cur == NULL && sf__sched(me)->region == 0;
     struct sf__light_root root = {
-        .region = sf__sched(me)->region,
+        .region = open ? sf__region_new() : sf__sched(me)->region,
+        .plain = open,
         /* As sf_do() takes them under cur (futures.c): stolen tasks' lineage. */
         .up = cur != NULL ? cur->kids_up : NULL,
         .up_tag = cur != NULL ? cur->kids_up_tag : 0,

@@ -218,7 +218,11 @@ static uint64_t make_task(struct sf__thread *me, sf_future *g, struct sf_light_s
     /* Relaxed, both: the owner reads g only after the slot's release below,
      * and nobody else finds it. */
     __atomic_store_n(&g->val, (void *)t, __ATOMIC_RELAXED);
-    atomic_store_explicit(&g->region, root->region, memory_order_relaxed);
+    /* A run of plain code: the region it opened, as a task of plain code
+     * carries its own (SF__REGION_ROOT), so that the owner's sync - a wait
+     * of plain code - helps within it (get.c, Plain code's waits). */
+    atomic_store_explicit(&g->region, root->region | (root->plain ? SF__REGION_ROOT : 0),
+                          memory_order_relaxed);
     /* Relaxed: tags need only be distinct. */
     uint64_t k = atomic_fetch_add_explicit(&stolen_made, 1, memory_order_relaxed);
     uint64_t n = (uint64_t)me->id << SF__SEQ_BITS | SF__LIGHT_SEQ | (k & (SF__LIGHT_SEQ_TOP - 1));

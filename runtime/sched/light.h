@@ -42,6 +42,9 @@
 struct sf__light_root {
     struct sf__scope scope; /* sf_fail() in its tasks fails it */
     uint32_t region;        /* its tasks' isolation region (get.c) */
+    bool plain;             /* started by plain code: region is its own
+                             * (spawn.c), which a stolen task carries as a
+                             * plain task's (SF__REGION_ROOT) */
     sf_future *up;          /* lineage of a stolen task (future.h): the */
     uint64_t up_tag;        /* task around the run, as sf_do() takes it */
 };
