@@ -6,6 +6,7 @@
 #include "sched/idle.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 
@@ -81,6 +82,16 @@ static void share(struct sf__light *l, bool all)
     }
     sf__deque_share_commit(&l->d, hi);
     sf__pool_notify();
+    /* Getters asleep on the task this stack runs (a sync of it, stolen)
+     * come and help with what it just shared: a getter wakes for its
+     * task's completion only, and would sleep through the work it could
+     * take (get.c helps when it wakes). A hint: one that goes to sleep
+     * just after this looks again at its next nap. Relaxed: the share's
+     * CAS came before, and a stale count wakes nobody or one too many. */
+    struct sf__thread *me = sf__thread_self();
+    sf_future *cur = me != NULL ? sf__sched(me)->cur : NULL;
+    if (cur != NULL && atomic_load_explicit(&cur->waiters, memory_order_relaxed) != 0)
+        sf__futex_wake(sf__future_futex(cur), INT_MAX);
 }
 
 void sf__light_share(struct sf__light *l) { share(l, false); }
