@@ -222,32 +222,12 @@ SF_EXPORT void *sf_task_get(sf_task *t);
  * Valid until this thread's next such failure, or its exit. */
 SF_EXPORT const char *sf_task_error_message(void);
 
-/* ---- Light tasks (docs/light.md) ----------------------------------------
- * Fork-join at the cost of a function call: sf_spawn() puts fn(w, arg) on
- * the worker w's deque, sf_sync() takes back the newest one and, unless
- * another thread took it meanwhile, calls it there. Both are inline below:
- * the common case is a few stores and loads, no atomic and no call into
- * libsf. Light tasks share the pool with every other task: idle workers and
- * blocked gets steal them, a stolen one runs as a task of its own, and a
- * sync of a stolen task waits as sf_get() does (helping, parking). What a
- * light task gives up, against sf_do():
- *   - syncs are in LIFO order, in the function that spawned (as in Cilk and
- *     Lace): sf_sync() gets the newest task not yet synced on w;
- *   - there is no handle: no sf_cancel(), sf_release() or hand-over of one
- *     task to another thread;
- *   - it belongs to the light run (sf_light) that made it: sf_fail() in it
- *     fails that run, sf_cancelled() is 1 in it once its run failed or the
- *     task around the run was cancelled, and a sync returns what the task
- *     returned, whatever happened elsewhere;
- *   - its counters are its run's: sf_stats counts only stolen ones.
- * SF_TRACE and the debug build (which checks every misuse above) take a
- * slower path, a future per light task. */
+/* ---- Light tasks: fork-join synced in LIFO order (docs/light.md). ---- */
 
-/* The layout below is compiled into programs: a library with another
- * SF_LIGHT_ABI refuses their sf_light() (ENOTSUP). */
+/* The version of the layout below, which programs compile in (ENOTSUP). */
 #define SF_LIGHT_ABI 1
 
-/* One stack's deque of light tasks; libsf's, handed to every light task. */
+/* One stack's deque of light tasks, handed to every light task. */
 typedef struct sf_worker sf_worker;
 
 /* A light task's function: w is the deque it may spawn on. */
@@ -257,7 +237,7 @@ typedef void *(*sf_light_fn)(sf_worker *w, void *arg);
 struct sf_light_slot {
     sf_light_fn fn;
     void *arg;
-    void *sf_opaque_[2]; /* libsf's; never touch */
+    void *sf_opaque_[2]; /* libsf's */
 };
 
 /* What the inline spawn and sync read and write of a deque. */
@@ -268,10 +248,9 @@ struct sf_worker {
     void *sf_opaque_[5];         /* libsf's; never touch */
 };
 
-/* Runs fn(w, arg) as a light run on the calling thread and returns its value.
- * Works from plain code and in any task. Returns NULL with errno: its first
- * failure's code (a task's sf_fail(); ECANCELED: the run was cancelled),
- * message in sf_task_error_message(); EINVAL (fn NULL), ENOTSUP (a program
+/* Runs fn(w, arg) as a light run on the calling thread (plain code or any
+ * task) and returns its value, or NULL with errno: its first failure's code
+ * (message: sf_task_error_message()), EINVAL (fn NULL), ENOTSUP (a program
  * compiled against another SF_LIGHT_ABI), EAGAIN or ENOMEM (as sf_do()). */
 SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg);
 static inline void *sf_light(sf_light_fn fn, void *arg)
@@ -279,21 +258,16 @@ static inline void *sf_light(sf_light_fn fn, void *arg)
     return sf_light_run(SF_LIGHT_ABI, fn, arg);
 }
 
-/* sf_spawn()'s and sf_sync()'s way into libsf when the inline case does not
- * hold (the deque is full or asked to share, the task was stolen, tracing).
- * Called only from them. */
+/* sf_spawn()'s and sf_sync()'s way into libsf off their inline case. */
 SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg);
 SF_EXPORT void *sf_sync_slow(sf_worker *w);
 
-/* Spawns the light task fn(arg) on w, the worker handed to the caller (a
- * light task, or sf_light()'s fn); fn gets the worker of the stack that
- * runs it. Never fails: a deque past its room runs the task at once and
- * keeps its value for the sync. */
+/* Spawns fn(arg) on w, the worker handed to the caller; fn gets the worker of
+ * the stack that runs it. Never fails: past the deque's room it runs at once. */
 static inline void sf_spawn(sf_worker *w, sf_light_fn fn, void *arg)
 {
     struct sf_light_slot *t = w->head;
-    /* Relaxed: a thief lowers limit to ask for a share, a hint that orders
-     * nothing; what a thief reads of the slot, a share publishes. */
+    /* Relaxed: a thief's ask (a lowered limit) is a hint (deque.h). */
     if (__builtin_expect(t >= __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 0)) {
         sf_spawn_slow(w, fn, arg);
         return;
@@ -303,9 +277,8 @@ static inline void sf_spawn(sf_worker *w, sf_light_fn fn, void *arg)
     w->head = t + 1;
 }
 
-/* The value of w's newest light task not yet synced: called here if nobody
- * took it, else waited for as sf_get() waits. Every spawn is synced once,
- * newest first, before the spawning function returns. */
+/* The value of w's newest task not yet synced: run here unless stolen, else
+ * waited for as sf_get() waits. Sync each spawn once, before returning. */
 static inline void *sf_sync(sf_worker *w)
 {
     struct sf_light_slot *t = w->head - 1;
@@ -353,8 +326,8 @@ SF_EXPORT int sf_reduce(long from, long to, long grain, void *result, const void
 /* Inside a task: marks it failed with `code` (> 0: an errno value or the
  * program's own) and a printf-style message (fmt NULL: none; at most 1023
  * bytes kept); the task then returns as usual, its value ignored. Inside a
- * loop's body it fails the loop instead. The first failure stands
- * (docs/failures.md).
+ * loop's body it fails the loop instead, in a light task its run. The first
+ * failure stands (docs/failures.md).
  * Returns 0, or -1 with errno EINVAL (code <= 0, or neither in a task nor in
  * a loop's body), EALREADY (it failed already) or ENOMEM (no memory for the
  * message: it still fails, without one). */
@@ -389,7 +362,8 @@ SF_EXPORT int sf_cancel(sf_future *f);
 /* Inside a task: 1 if it or a task above it (its maker, transitively) was
  * cancelled and still runs, else 0. It should stop early: it then ends
  * cancelled (its getters see ECANCELED). In a loop's body, 1 stops the loop
- * instead (it returns -1/ECANCELED). Outside a task: 0. */
+ * instead (it returns -1/ECANCELED); in a light task, also 1 once its run
+ * failed. Outside a task: 0. */
 SF_EXPORT int sf_cancelled(void);
 
 /* sf_get() with the outcome as the return value: 0, with the task's result
