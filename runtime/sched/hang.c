@@ -38,7 +38,9 @@
  * only when that is safe: no other thread is inside a libsf call (the
  * registry closes without waiting, sf__registry_try_close) and no pool
  * worker runs a task, after the pool's deadline is set so that none
- * starts one (a claimer sheds it: pool.h). Then nothing else reads or
+ * starts one (a claimer sheds it: pool.h) - looked for during up to 10 ms,
+ * since the worker whose completion let the exiting thread go on counts
+ * itself busy a few instructions longer. Then nothing else reads or
  * frees a future's message; each is copied, and reported - through the
  * hook, which may call libsf - once the registry is open again, inside a
  * call as the shutdown's reports are. The trace is closed whatever runs:
@@ -53,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sched/failure.h"
 #include "sched/park.h"
@@ -63,6 +66,8 @@
 #define GAP_NS 500000000ull    /* ... and a wait that did not look for this long began anew */
 #define RECENT_NS 250000000ull /* a wait that napped this recently is waiting */
 #define LINKS 64               /* a chain is cut after this many links */
+#define QUIET_TRIES 100        /* at exit, looks for a quiet pool this often ... */
+#define QUIET_NAP_NS 100000L   /* ... this far apart (10 ms in all) */
 
 uint64_t sf__hang_ns;
 
@@ -491,7 +496,15 @@ __attribute__((destructor)) static void at_exit(void)
          * window of a few instructions, at exit, in which the walk below
          * could read a future that task releases. */
         sf__pool_set_deadline(1);
+        /* A worker counts itself busy until just after its task's
+         * completion, which may be what let this thread go on (a batch
+         * wait, a get): past the deadline no task starts, so busy only
+         * falls, and a short wait lets that worker finish counting. */
         quiet = atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0;
+        for (int i = 0; !quiet && i < QUIET_TRIES; i++) {
+            nanosleep(&(struct timespec){0, QUIET_NAP_NS}, NULL);
+            quiet = atomic_load_explicit(&sf__pool.busy, memory_order_relaxed) == 0;
+        }
         if (quiet) {
             nfails = take_unhandled(&fails);
 #ifdef SF_DEBUG
