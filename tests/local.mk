@@ -20,7 +20,8 @@ sf_tests = \
 	tests/test_stats tests/test_pool tests/test_fork tests/test_fiber \
 	tests/test_config tests/test_release tests/test_wait_for tests/test_promise \
 	tests/test_reduce tests/test_thread_index tests/test_cancel_tree tests/test_feed \
-	tests/test_hang tests/test_threads tests/test_realtime tests/test_visibility
+	tests/test_hang tests/test_threads tests/test_realtime tests/test_visibility \
+	tests/test_on_idle
 check_PROGRAMS += $(sf_tests)
 TESTS += $(sf_tests)
 # Long forms of two, run by tools/soak: test_stress for SF_STRESS_SECONDS,
