@@ -44,9 +44,12 @@ n=0
 run() {
     name=$1 np=$2 secs=$3 prog=$4
     : >"$tmp/tap"
-    SF_MPI_TAP=$tmp/tap timeout -k 5 "$secs" "$MPIEXEC" --allow-run-as-root --oversubscribe \
-        -np "$np" -x SF_MPI_TAP="$tmp/tap" "$prog" >"$tmp/out" 2>&1
+    rm -f "$tmp"/log.*
+    t0=$(date +%s)
+    SF_MPI_TAP=$tmp/tap SF_MPI_LOG=$tmp/log timeout -k 5 "$secs" "$MPIEXEC" --allow-run-as-root \
+        --oversubscribe -np "$np" "$prog" >"$tmp/out" 2>&1
     rc=$?
+    t1=$(date +%s)
     # Rank 0's points, renumbered and named with the run.
     while IFS= read -r line; do
         case $line in
@@ -59,11 +62,13 @@ run() {
     done <"$tmp/tap"
     n=$((n + 1))
     if [ "$rc" -eq 0 ]; then
-        echo "ok $n - $name: every rank exited 0"
+        echo "ok $n - $name: every rank exited 0 ($((t1 - t0)) s)"
     else
         what="exit status $rc"
         [ "$rc" -eq 124 ] && what="timed out after $secs s"
         echo "not ok $n - $name: $what"
+        # Each rank's failed tests (its Check log), then mpiexec's output.
+        cat "$tmp"/log.* 2>/dev/null | grep -v ':P:\|^Running suite\|^Results for\|^100%' | sed 's/^/# /'
         tail -40 "$tmp/out" | sed 's/^/# /'
     fi
 }

@@ -386,9 +386,14 @@ static int idle_poll(void *ctx)
     (void)ctx;
     if (atomic_load_explicit(&g.inflight, memory_order_relaxed) == 0)
         return -1;
+    /* The hook runs inside the program's gets and waits: errno, which
+     * MPI and a completion's code may set, is theirs. */
+    int saved = errno;
     /* Relaxed: a hint for the progress thread (AUTO). */
     atomic_store_explicit(&g.last_hook_ns, now_ns(), memory_order_relaxed);
-    return poll_once();
+    int r = poll_once();
+    errno = saved;
+    return r;
 }
 
 /* ---- The progress thread ---------------------------------------------- */
