@@ -28,7 +28,11 @@
  * Progress modes (sf_mpi.h, enum sf_mpi_progress): the hook alone, the
  * thread alone, or both (AUTO), where the thread polls only once no hook
  * call has polled for HOOK_QUIET_NS - so an idle pool gives its cores to
- * MPI, and a busy one still has its messages progressed.
+ * MPI, and a busy one still has its messages progressed. The thread's
+ * back-off: with nothing in flight it sleeps on a futex until a request
+ * comes; after progress it polls without sleeping for SPIN_NS, then naps
+ * from FIRST_NAP_NS, doubling up to cfg->max_nap; in AUTO, while the hook
+ * polls, it looks again HOOK_QUIET_NS after the hook's last poll.
  */
 #include <sf_mpi.h>
 
@@ -456,7 +460,7 @@ static int start_thread(void)
     int rc = pthread_create(&g.thread, NULL, progress_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        errno = rc == EAGAIN ? EAGAIN : rc;
+        errno = rc; /* EAGAIN: no thread to be had */
         return -1;
     }
     g.have_thread = true;
