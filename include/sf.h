@@ -508,7 +508,8 @@ typedef int (*sf_idle_fn)(void *ctx);
  * thread that finds it running goes on without it. While it returns >= 0,
  * one idle worker and each waiting get sleep at most 1 ms between calls.
  * poll must not block or wait, nor call sf_get(), sf_wait() and the like,
- * or sf_on_idle(); it may complete promises. poll NULL removes the hook and
+ * or sf_on_idle(); it may complete promises. Installing wakes sleeping
+ * workers, to call it at once. poll NULL removes the hook and
  * returns once no call of it runs, so ctx may then be freed. Not tied to
  * the runtime: it stays across sf_shutdown(), and a forked child keeps it.
  * Returns 0, or -1 with errno EBUSY (poll is not NULL and a hook is
