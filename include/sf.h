@@ -70,7 +70,8 @@ enum sf_stats_mode {
  * anywhere (docs/debug.md). */
 typedef struct sf_config {
     /* Threads that run tasks at once, the getter included (pool: threads - 1).
-     * 0..SF_MAX_THREADS; 0: SF_THREADS, else the number of online CPUs. */
+     * 0..SF_MAX_THREADS; 0: SF_THREADS, else the CPUs this process may run
+     * on (its affinity mask: taskset, mpiexec's binding, a cpuset). */
     int threads;
     /* enum sf_trace_mode. */
     int trace;

@@ -323,8 +323,8 @@ void sf__pool_configure(int workers, size_t stack_size,
 {
     sf__pool.on_thread_start = on_thread_start;
     sf__pool.start_ctx = ctx;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    bool oversubscribed = cpus > 0 && workers + 1 > cpus;
+    long cpus = sf__usable_cpus();
+    bool oversubscribed = workers + 1 > cpus;
     idle_spins = oversubscribed ? 1 : IDLE_SPINS;
     sf__pool.wake_below = oversubscribed ? (int)cpus : INT_MAX;
     sf__pool.stack_size = stack_size;
