@@ -51,7 +51,9 @@ int sf__idle_poll_slow(void)
          * section 7): whoever calls the hook holds no libsf lock. */
         sf__witness_assert_none("the idle hook");
         inside = true;
+        int saved = errno; /* the hook runs inside the program's waits */
         int v = fn(sf__idle_hook.ctx);
+        errno = saved;
         inside = false;
         r = v > 0 ? SF__HOOK_PROGRESS : v == 0 ? SF__HOOK_WAITING : SF__HOOK_NONE;
     }
