@@ -70,7 +70,8 @@ enum sf_stats_mode {
  * anywhere (docs/debug.md). */
 typedef struct sf_config {
     /* Threads that run tasks at once, the getter included (pool: threads - 1).
-     * 0..SF_MAX_THREADS; 0: SF_THREADS, else the number of online CPUs. */
+     * 0..SF_MAX_THREADS; 0: SF_THREADS, else the CPUs this process may run
+     * on (its affinity mask: taskset, mpiexec's binding, a cpuset). */
     int threads;
     /* enum sf_trace_mode. */
     int trace;
@@ -508,7 +509,8 @@ typedef int (*sf_idle_fn)(void *ctx);
  * thread that finds it running goes on without it. While it returns >= 0,
  * one idle worker and each waiting get sleep at most 1 ms between calls.
  * poll must not block or wait, nor call sf_get(), sf_wait() and the like,
- * or sf_on_idle(); it may complete promises. poll NULL removes the hook and
+ * or sf_on_idle(); it may complete promises. Installing wakes sleeping
+ * workers, to call it at once. poll NULL removes the hook and
  * returns once no call of it runs, so ctx may then be freed. Not tied to
  * the runtime: it stays across sf_shutdown(), and a forked child keeps it.
  * Returns 0, or -1 with errno EBUSY (poll is not NULL and a hook is

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,37 @@ START_TEST(unset_sf_threads_is_online_cpus)
     sf_stats s = tu_stats_quiet();
     ck_assert_int_eq(s.threads, tu_online_cpus());
     free(out);
+    sf_shutdown();
+}
+END_TEST
+
+/* The default follows the affinity mask, as OpenMP's and oneTBB's do: a
+ * process bound to k CPUs (taskset, mpiexec --bind-to core) runs k
+ * threads, not one per CPU of the machine on its k. _i + 1 CPUs, the first
+ * ones of the mask. */
+START_TEST(unset_sf_threads_follows_the_affinity_mask)
+{
+    cpu_set_t all, narrow;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    int want = _i + 1;
+    if (CPU_COUNT(&all) < want) {
+        /* Fewer CPUs than this case asks: the whole mask is the narrow one. */
+        want = CPU_COUNT(&all);
+    }
+    CPU_ZERO(&narrow);
+    for (int cpu = 0, n = 0; cpu < CPU_SETSIZE && n < want; cpu++)
+        if (CPU_ISSET(cpu, &all)) {
+            CPU_SET(cpu, &narrow);
+            n++;
+        }
+    ck_assert_int_eq(sched_setaffinity(0, sizeof narrow, &narrow), 0);
+    tu_env_clean();
+    ck_assert_int_eq(sf_init(NULL), 0);
+    sf_stats s = tu_stats_quiet();
+    ck_assert_int_eq(s.threads, want);
+    ck_assert_int_eq(s.workers, want - 1);
+    ck_assert_int_eq(tu_online_cpus(), want);
+    run_fib12();
     sf_shutdown();
 }
 END_TEST
@@ -328,6 +360,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(tc, good_sf_threads, 0,
                         (int)(sizeof good_threads / sizeof good_threads[0]));
     tcase_add_test(tc, unset_sf_threads_is_online_cpus);
+    tcase_add_loop_test(tc, unset_sf_threads_follows_the_affinity_mask, 0, 2);
     tcase_add_test(tc, config_threads_overrides_env);
     tcase_add_test(tc, bad_sf_trace);
     tcase_add_loop_test(tc, sf_trace_on_values, 0, 4);

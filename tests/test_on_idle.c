@@ -286,6 +286,30 @@ START_TEST(removal_waits_for_the_call_under_way)
 }
 END_TEST
 
+/* A hook that waits for outside events (returns 0) is called again within
+ * 1 ms by a sleeping worker: over 200 ms of an idle pool, far more calls
+ * than the 2 that workers sleeping their usual 100 ms would make. */
+static int poll_counting(void *ctx)
+{
+    atomic_fetch_add(&((struct outside *)ctx)->calls, 1);
+    return 0;
+}
+
+START_TEST(a_waiting_hook_is_called_every_millisecond)
+{
+    start(2);
+    struct outside o = {0};
+    tu_sleep_ms(50); /* the worker is asleep */
+    ck_assert_int_eq(sf_on_idle(poll_counting, &o), 0);
+    tu_sleep_ms(10);
+    int before = atomic_load(&o.calls);
+    tu_sleep_ms(200);
+    ck_assert_int_ge(atomic_load(&o.calls) - before, 40);
+    ck_assert_int_eq(sf_on_idle(NULL, NULL), 0);
+    sf_shutdown();
+}
+END_TEST
+
 /* The hook is the process's: installed before the runtime starts, it
  * stays across sf_shutdown() and serves the next runtime's workers. */
 START_TEST(the_hook_outlives_a_shutdown)
@@ -342,6 +366,7 @@ static Suite *on_idle_suite(void)
     tcase_add_test(tc, one_call_at_a_time);
     tcase_add_test(tc, set_from_the_hook_is_edeadlk);
     tcase_add_test(tc, removal_waits_for_the_call_under_way);
+    tcase_add_test(tc, a_waiting_hook_is_called_every_millisecond);
     tcase_add_test(tc, the_hook_outlives_a_shutdown);
     tcase_add_test(tc, a_forked_child_keeps_the_hook);
     suite_add_tcase(s, tc);

@@ -87,7 +87,10 @@ void tu_env_threads(int n)
 
 int tu_online_cpus(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (n < 1)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1)
         return 1;
     return n > SF_MAX_THREADS ? SF_MAX_THREADS : (int)n;

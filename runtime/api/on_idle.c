@@ -2,6 +2,7 @@
  * on_idle.c - sf_on_idle(), the idle hook's entry point (sched/idle_hook.h
  * has its callers, its lock and its invariants).
  */
+#include "sched/idle.h"
 #include "sched/idle_hook.h"
 
 #include <errno.h>
@@ -15,5 +16,9 @@ SF_EXPORT int sf_on_idle(sf_idle_fn poll, void *ctx)
         errno = e;
         return -1;
     }
+    /* Sleeping workers call a new hook now, not after their nap (their
+     * rescan calls it: pool.c). */
+    if (poll != NULL)
+        sf__pool_wake_all();
     return 0;
 }

@@ -7,6 +7,7 @@
  * the value and what is used instead, and the runtime starts anyway.
  */
 #include "platform/config.h"
+#include "platform/platform.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,12 +19,10 @@
 #define DEFAULT_STACK ((size_t)8 << 20)
 #define MIN_STACK ((size_t)64 << 10)
 
-static int online_cpus(void)
+static int usable_cpus(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        return 1;
-    return n > SF_MAX_THREADS ? SF_MAX_THREADS : (int)n;
+    int n = sf__usable_cpus();
+    return n > SF_MAX_THREADS ? SF_MAX_THREADS : n;
 }
 
 /* A count from the environment: decimal digits only - no sign, no space
@@ -46,7 +45,7 @@ static long env_count(const char *v, long max)
 
 static int env_threads(void)
 {
-    int def = online_cpus();
+    int def = usable_cpus();
     const char *v = getenv("SF_THREADS");
     if (v == NULL)
         return def;
@@ -54,7 +53,7 @@ static int env_threads(void)
     if (n < 0) {
         fprintf(stderr,
                 "libsf: SF_THREADS='%s' is not a whole number from 1 to %d; using %d (the "
-                "number of online CPUs)\n",
+                "CPUs this process may run on)\n",
                 v, SF_MAX_THREADS, def);
         return def;
     }

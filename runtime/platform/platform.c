@@ -4,6 +4,8 @@
 #include "platform/platform.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
@@ -130,6 +132,21 @@ void sf__thread_name(const char *prefix, int index)
     int saved = errno;
     (void)pthread_setname_np(pthread_self(), name); /* a name is a courtesy: errors ignored */
     errno = saved;
+}
+
+int sf__usable_cpus(void)
+{
+    /* The calling thread's mask: the caller is the thread that starts the
+     * runtime, whose mask is the process's unless the program narrowed it.
+     * A mask wider than cpu_set_t (over 1024 CPUs) fails: online then. */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
 }
 
 uint64_t sf__now_ns(void)

@@ -101,6 +101,11 @@ void sf__stack_bounds(uintptr_t *lo, size_t *size);
  * cut to the 15 bytes Linux keeps (ps, top, gdb and perf show it). */
 void sf__thread_name(const char *prefix, int index);
 
+/* The CPUs this process may run on: those of its affinity mask (as
+ * mpiexec, taskset or a container's cpuset leave it), else the online ones;
+ * at least 1. What OpenMP and oneTBB size their default pools by. */
+int sf__usable_cpus(void);
+
 /* Monotonic nanoseconds. */
 uint64_t sf__now_ns(void);
 /* The calling thread's CPU clock (pthread_getcpuclockid), which any thread

@@ -59,6 +59,8 @@
 #define YIELD_ROUNDS 16     /* then looks after sched_yield before sleeping */
 #define NAP_MIN_NS 200000L  /* first sleep; doubles up to NAP_MAX_NS */
 #define NAP_MAX_NS 20000000L
+#define HOOK_YIELD_ROUNDS 256 /* more looks after sched_yield while the idle hook
+                               * waits for outside events (spin_yield_sleep) */
 
 
 /*
@@ -516,6 +518,7 @@ struct slow_get {
     bool dry;                 /* no work found since the last helped task */
     unsigned rounds;          /* looks without work: spins, then yields */
     long nap;                 /* the next sleep's length */
+    long hook_nap;            /* ... while the idle hook waits for events */
     bool published;           /* our wait is published (Deadlock) ... */
     struct link outer_wait;   /* ... and this is the one it replaced */
     struct watch watch;       /* the chain seen before the last sleep */
@@ -533,6 +536,7 @@ static void backoff_reset(struct slow_get *w)
     w->rounds = 0;
     w->dry = false;
     w->nap = NAP_MIN_NS;
+    w->hook_nap = SF__HOOK_NAP_MIN_NS;
 }
 
 /* f is PENDING (state s) and this frame is below the red line in a task
@@ -723,7 +727,12 @@ static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
             sf__pause();
         return true;
     }
-    if (w->rounds < SPIN_ROUNDS + YIELD_ROUNDS) {
+    /* While the hook waits for outside events (a reply from another
+     * process, say), f may be what the next call completes: keep calling
+     * it, yielding the core between calls, before the first sleep - as
+     * MPI's own waits poll - then nap from SF__HOOK_NAP_MIN_NS. */
+    unsigned yields = YIELD_ROUNDS + (hook == SF__HOOK_WAITING ? HOOK_YIELD_ROUNDS : 0);
+    if (w->rounds < SPIN_ROUNDS + yields) {
         w->rounds++;
         sched_yield();
         return true;
@@ -739,9 +748,12 @@ static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
         return false;
     }
     long nap = sf__park_any(me) && w->nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : w->nap;
-    /* While the hook waits for outside events, it is called again within
-     * SF__HOOK_NAP_NS: f may be what they complete. */
-    sleep_on(me, w->f, hook == SF__HOOK_WAITING && nap > SF__HOOK_NAP_NS ? SF__HOOK_NAP_NS : nap);
+    if (hook == SF__HOOK_WAITING) {
+        /* The hook is called again within SF__HOOK_NAP_NS (sf.h). */
+        nap = nap < w->hook_nap ? nap : w->hook_nap;
+        w->hook_nap = w->hook_nap * 2 > SF__HOOK_NAP_NS ? SF__HOOK_NAP_NS : w->hook_nap * 2;
+    }
+    sleep_on(me, w->f, nap);
     w->nap = w->nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : w->nap * 2;
     return true;
 }
@@ -753,7 +765,8 @@ static struct slow_get slow_get_init(struct sf__thread *me, sf_future *f, bool i
     return (struct slow_get){.me = me, .f = f, .isolated = isolated, .plain = plain,
                              .region = sf__region_helps(sf__sched(me)->region,
                                                         sf__sched(me)->outer_help),
-                             .may_help = !plain, .nap = NAP_MIN_NS};
+                             .may_help = !plain, .nap = NAP_MIN_NS,
+                             .hook_nap = SF__HOOK_NAP_MIN_NS};
 }
 
 /* Steps 3 and 4 of the top comment, looking at f again after each: 0 once
@@ -888,7 +901,7 @@ void sf__get_offer(struct sf__thread *me, uint64_t s)
 
 int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
 {
-    struct slow_get w = {.me = me, .f = f, .nap = NAP_MIN_NS};
+    struct slow_get w = {.me = me, .f = f, .nap = NAP_MIN_NS, .hook_nap = SF__HOOK_NAP_MIN_NS};
     struct sf__park_until until = {f, NULL, 0, deadline_ns};
     bool offered = false;
     int rc = 0;
@@ -951,6 +964,11 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
                 sf__pause();
             continue;
         }
+        if (hook == SF__HOOK_WAITING && w.rounds < SPIN_ROUNDS + HOOK_YIELD_ROUNDS) {
+            w.rounds++; /* as spin_yield_sleep: call it, yielding, then nap */
+            sched_yield();
+            continue;
+        }
         if (st == SF__RUNNING) {
             if (!w.published) {
                 w.published = true;
@@ -964,8 +982,10 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
         long nap = w.nap;
         if (sf__park_any(me) && nap > SF__PARKED_NAP_NS)
             nap = SF__PARKED_NAP_NS;
-        if (hook == SF__HOOK_WAITING && nap > SF__HOOK_NAP_NS)
-            nap = SF__HOOK_NAP_NS;
+        if (hook == SF__HOOK_WAITING) {
+            nap = nap < w.hook_nap ? nap : w.hook_nap;
+            w.hook_nap = w.hook_nap * 2 > SF__HOOK_NAP_NS ? SF__HOOK_NAP_NS : w.hook_nap * 2;
+        }
         if ((uint64_t)nap > deadline_ns - now)
             nap = (long)(deadline_ns - now);
         /* Relaxed, both: our own flag, a snapshot for the shutdown's sweep,

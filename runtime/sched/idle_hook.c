@@ -3,6 +3,7 @@
  * (idle_hook.h has the invariants).
  */
 #include "sched/idle_hook.h"
+#include "platform/debug.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -46,8 +47,13 @@ int sf__idle_poll_slow(void)
     int r = SF__HOOK_NONE;
     sf_idle_fn fn = sf__idle_hook.fn;
     if (fn != NULL) {
+        /* The debug build proves the lock order's claim (ARCHITECTURE.md,
+         * section 7): whoever calls the hook holds no libsf lock. */
+        sf__witness_assert_none("the idle hook");
         inside = true;
+        int saved = errno; /* the hook runs inside the program's waits */
         int v = fn(sf__idle_hook.ctx);
+        errno = saved;
         inside = false;
         r = v > 0 ? SF__HOOK_PROGRESS : v == 0 ? SF__HOOK_WAITING : SF__HOOK_NONE;
     }

@@ -33,6 +33,15 @@
 #define IDLE_SPINS 128          /* scans before an idle worker sleeps (see idle_spins) */
 #define IDLE_NAP_NS 100000000L  /* belt and braces: rescan every 100 ms */
 #define TAKE_SCAN 256           /* slots looked at per queue */
+#define LIGHT_LINGER_NS 1000000L /* after a light task, look this long before sleeping */
+
+/* Lingering. A light run is short - fork-join of a few milliseconds, often
+ * one after another - and a sleeping worker starts a millisecond or more
+ * after a wake (a futex wake, then the scheduler: 2-3 ms on a VM). So a
+ * worker that ran a light task keeps looking for LIGHT_LINGER_NS before it
+ * sleeps: the next run's first share finds it awake, as Lace's spinning
+ * workers are. Not with more threads than CPUs (idle_spins is 1 then): the
+ * core belongs to a thread with work. */
 
 /* Scans an idle worker makes before it sleeps. Spinning trades a core for a
  * quicker start of the next submitted task; with more threads than cores
@@ -184,6 +193,7 @@ static void *worker_main(void *arg)
         return NULL;
     unsigned spins = 0;
     long hook_nap = SF__HOOK_NAP_MIN_NS; /* the next nap for the idle hook */
+    uint64_t linger_until = 0;           /* Lingering (above); 0: none */
     bool idle = false;
     uint64_t claimed;
     int from;
@@ -205,6 +215,8 @@ static void *worker_main(void *arg)
             stop_searching();
             hand_on(from, claimed, light);
             run_taken(me, f, claimed, from);
+            if (light && idle_spins > 1)
+                linger_until = sf__now_ns() + LIGHT_LINGER_NS;
             start_searching();
             spins = 0;
             continue;
@@ -218,11 +230,12 @@ static void *worker_main(void *arg)
             hook_nap = SF__HOOK_NAP_MIN_NS;
             continue;
         }
-        if (++spins < idle_spins) {
+        if (++spins < idle_spins || (linger_until != 0 && sf__now_ns() < linger_until)) {
             for (int i = 0; i < 32; i++)
                 sf__pause();
             continue;
         }
+        linger_until = 0;
         /* Going to sleep: Dekker with sf__pool_notify. We raise
          * idle_sleepers, read idle_seq, heavy fence, rescan; a submitter
          * makes its work visible (a batch adder: `queued`, batch.h), light
@@ -267,6 +280,8 @@ static void *worker_main(void *arg)
             set_idle(&idle, false);
             hand_on(from, claimed, light); /* not searching since the sleep protocol */
             run_taken(me, f, claimed, from);
+            if (light && idle_spins > 1)
+                linger_until = sf__now_ns() + LIGHT_LINGER_NS;
         }
         start_searching();
     }
@@ -323,8 +338,8 @@ void sf__pool_configure(int workers, size_t stack_size,
 {
     sf__pool.on_thread_start = on_thread_start;
     sf__pool.start_ctx = ctx;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    bool oversubscribed = cpus > 0 && workers + 1 > cpus;
+    long cpus = sf__usable_cpus();
+    bool oversubscribed = workers + 1 > cpus;
     idle_spins = oversubscribed ? 1 : IDLE_SPINS;
     sf__pool.wake_below = oversubscribed ? (int)cpus : INT_MAX;
     sf__pool.stack_size = stack_size;
