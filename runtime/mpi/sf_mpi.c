@@ -128,13 +128,21 @@ static struct {
     /* The progress thread. */
     bool have_thread;
     pthread_t thread;
-    /* Its futex: bumped (release) by a request that finds nothing in
-     * flight and by sf_mpi_finalize() to stop it, each followed by a wake;
-     * read (acquire) by the thread before it checks `inflight` and `stop`
-     * and sleeps on it. The bump after the count, the read before it: the
-     * thread sees the count or sleeps on a word that moved (no lost wake). */
+    /* Its futex: bumped (release) by a request that finds it dozing
+     * (below) and by sf_mpi_finalize() to stop it, each followed by a
+     * wake; read (acquire) by the thread before it checks `inflight` and
+     * `stop` and sleeps on it. The bump after the count, the read before
+     * it: the thread sees the count, or sleeps on a word that moved and
+     * returns at once (no lost wake). */
     atomic_uint wake;
     atomic_bool stop;
+    /* The thread is going to sleep, or sleeps, with nothing in flight:
+     * only then does a request wake it (a futex wake per request would
+     * cost a system call and a context switch per message). Dekker's
+     * pattern, seq_cst on both sides: the thread stores it, then reads
+     * `inflight`; a request adds to `inflight`, then reads it. One of them
+     * sees the other: the thread does not sleep, or the request kicks. */
+    atomic_bool dozing;
     /* When a hook call last polled with requests in flight (the monotonic
      * clock, ns). Relaxed: a hint for the thread, which only decides
      * whether to poll itself. */
@@ -414,20 +422,30 @@ static void *progress_main(void *arg)
         unsigned seen = atomic_load_explicit(&g.wake, memory_order_acquire);
         if (atomic_load_explicit(&g.stop, memory_order_relaxed))
             break;
-        if (atomic_load_explicit(&g.inflight, memory_order_relaxed) == 0) {
-            futex_wait(&g.wake, seen, 0); /* until a request comes */
-            nap = 0;
-            quiet_since = 0;
-            continue;
-        }
+        /* The hook's time first: one stored after it by another CPU may
+         * still be later than t, which then counts as "just now" (not as
+         * a difference wrapped round to ages ago). */
+        uint64_t last_hook = atomic_load_explicit(&g.last_hook_ns, memory_order_relaxed);
         uint64_t t = now_ns();
-        uint64_t since_hook = t - atomic_load_explicit(&g.last_hook_ns, memory_order_relaxed);
+        uint64_t since_hook = t > last_hook ? t - last_hook : 0;
         if (g.mode == SF_MPI_PROGRESS_AUTO && since_hook < HOOK_QUIET_NS) {
             /* The hook polls: leave it the cores, and look again when it
              * would have been quiet for HOOK_QUIET_NS - its callers (a
              * get's spin, an idle worker) may go to sleep any time, and
-             * then the thread takes over within that bound. */
+             * then the thread takes over within that bound. Looked at
+             * before `inflight`: while the hook polls, requests come and
+             * go, and a doze would cost each new one a wake (a system
+             * call and a context switch on its path). */
             futex_wait(&g.wake, seen, HOOK_QUIET_NS - since_hook + FIRST_NAP_NS);
+            nap = 0;
+            quiet_since = 0;
+            continue;
+        }
+        if (atomic_load_explicit(&g.inflight, memory_order_relaxed) == 0) {
+            atomic_store(&g.dozing, true);
+            if (atomic_load(&g.inflight) == 0 && !atomic_load_explicit(&g.stop, memory_order_relaxed))
+                futex_wait(&g.wake, seen, 0); /* until a request comes */
+            atomic_store_explicit(&g.dozing, false, memory_order_relaxed);
             nap = 0;
             quiet_since = 0;
             continue;
@@ -760,16 +778,17 @@ static sf_future *req_push(struct req *r)
         free(r);
         return p;
     }
-    /* Counted before the push: a poller that takes it may uncount it. */
-    long before = atomic_fetch_add_explicit(&g.inflight, 1, memory_order_relaxed);
+    /* Counted before the push: a poller that takes it may uncount it.
+     * seq_cst: Dekker's pattern with the thread's `dozing`. */
+    atomic_fetch_add(&g.inflight, 1);
     struct req *head = atomic_load_explicit(&g.incoming, memory_order_relaxed);
     do {
         r->next = head;
         /* Release: r's fields before the poller's acquire exchange. */
     } while (!atomic_compare_exchange_weak_explicit(&g.incoming, &head, r, memory_order_release,
                                                     memory_order_relaxed));
-    if (before == 0 && g.have_thread)
-        kick(); /* the thread may sleep with nothing in flight */
+    if (g.have_thread && atomic_load(&g.dozing))
+        kick(); /* the thread sleeps with nothing in flight */
     return p;
 }
 
