@@ -119,3 +119,16 @@ tests-were-not-built:
 	@echo "make check: the tests were not built (configure's summary says why: they need Check and json-c, e.g. tools/deps); configure again" >&2; exit 1
 endif
 .PHONY: tests-were-not-built
+
+# libsf-mpi's tests, under mpiexec (tests/test-mpi.sh), when configure found
+# MPI and mpiexec (--with-mpi). The programs link libsf-mpi and MPI.
+if SF_MPI_TESTS
+AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC;
+check_PROGRAMS += tests/test_mpi tests/test_mpi_single
+TESTS += tests/test-mpi.sh
+tests_test_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_test_mpi_LDADD = tests/libtestutil.la libsf-mpi.la libsf.la $(CHECK_LIBS) $(MPI_LIBS)
+tests_test_mpi_single_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
+tests_test_mpi_single_LDADD = $(tests_test_mpi_LDADD)
+endif
+EXTRA_DIST += tests/test-mpi.sh tests/mpi-lsan.supp
