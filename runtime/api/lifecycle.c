@@ -17,6 +17,7 @@
 #include "api/lifecycle.h"
 #include "sched/after.h"
 #include "sched/get.h"
+#include "sched/idle_hook.h"
 #include "sched/light.h"
 
 #include <errno.h>
@@ -228,6 +229,7 @@ static void fork_child_reset(void)
     atomic_store_explicit(&watch.armed, 0, memory_order_relaxed);
     atomic_store_explicit(&watch.started, 0, memory_order_relaxed);
     sf__pool_after_fork();
+    sf__idle_hook_after_fork();
     sf__batch_after_fork();
     sf__after_reset();
     sf__cancel_after_fork();

@@ -18,6 +18,7 @@
  */
 #include "api/lifecycle.h"
 #include "sched/get.h"
+#include "sched/idle_hook.h"
 
 #include <errno.h>
 
@@ -283,6 +284,12 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
             spins = 0;
             continue;
         }
+        /* The idle hook, as a get calls it (get.c, spin_yield_sleep). */
+        int hook = sf__idle_poll();
+        if (hook == SF__HOOK_PROGRESS) {
+            spins = 0;
+            continue;
+        }
         if (spins < ANY_SPINS) {
             spins++;
             for (int k = 0; k < 16; k++)
@@ -290,6 +297,8 @@ static int wait_any_entry(sf_future *const *fs, int n, uint64_t deadline_ns, int
             continue;
         }
         long cap = sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap;
+        if (hook == SF__HOOK_WAITING && cap > SF__HOOK_NAP_NS)
+            cap = SF__HOOK_NAP_NS;
         sleep_on_any(me, fs, n, deadline_ns, cap);
         sf__hang_napped(me, SF__HANG_ANY, fs[0], n); /* SF_HANG_REPORT (hang.h) */
         /* With futex_waitv the nap only bounds a sleep that a wake ends;

@@ -45,6 +45,7 @@
  * doing (park.c: why only the program's own cycles of gets deadlock).
  */
 #include "sched/get.h"
+#include "sched/idle_hook.h"
 #include "sched/light.h"
 #include "sched/after.h"
 #include "sched/park.h"
@@ -709,6 +710,13 @@ static bool help(struct sf__thread *me, struct slow_get *w)
  * with EDEADLK (Deadlock): false then, with w->err. */
 static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
 {
+    /* The idle hook at each round (idle_hook.h): what it completed may be
+     * f, or work to help with, so look again at once. */
+    int hook = sf__idle_poll();
+    if (hook == SF__HOOK_PROGRESS) {
+        backoff_reset(w);
+        return true;
+    }
     if (w->rounds < SPIN_ROUNDS) {
         w->rounds++;
         for (int i = 0; i < 16; i++)
@@ -730,7 +738,10 @@ static bool spin_yield_sleep(struct sf__thread *me, struct slow_get *w)
         w->err = EDEADLK;
         return false;
     }
-    sleep_on(me, w->f, sf__park_any(me) && w->nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : w->nap);
+    long nap = sf__park_any(me) && w->nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : w->nap;
+    /* While the hook waits for outside events, it is called again within
+     * SF__HOOK_NAP_NS: f may be what they complete. */
+    sleep_on(me, w->f, hook == SF__HOOK_WAITING && nap > SF__HOOK_NAP_NS ? SF__HOOK_NAP_NS : nap);
     w->nap = w->nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : w->nap * 2;
     return true;
 }
@@ -927,6 +938,13 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
             backoff_reset(&w);
             continue;
         }
+        /* The idle hook (idle_hook.h), as in spin_yield_sleep: not a task,
+         * and it does not wait (sf.h), so the deadline holds. */
+        int hook = sf__idle_poll();
+        if (hook == SF__HOOK_PROGRESS) {
+            backoff_reset(&w);
+            continue;
+        }
         if (w.rounds < SPIN_ROUNDS) {
             w.rounds++;
             for (int i = 0; i < 16; i++)
@@ -946,6 +964,8 @@ int sf__get_until(struct sf__thread *me, sf_future *f, uint64_t deadline_ns)
         long nap = w.nap;
         if (sf__park_any(me) && nap > SF__PARKED_NAP_NS)
             nap = SF__PARKED_NAP_NS;
+        if (hook == SF__HOOK_WAITING && nap > SF__HOOK_NAP_NS)
+            nap = SF__HOOK_NAP_NS;
         if ((uint64_t)nap > deadline_ns - now)
             nap = (long)(deadline_ns - now);
         /* Relaxed, both: our own flag, a snapshot for the shutdown's sweep,

@@ -19,6 +19,7 @@
  */
 #include "sched/pool.h"
 #include "sched/after.h"
+#include "sched/idle_hook.h"
 #include "sched/light.h"
 #include "sched/park.h"
 #include "sched/run.h"
@@ -182,6 +183,7 @@ static void *worker_main(void *arg)
     if (me == NULL)
         return NULL;
     unsigned spins = 0;
+    long hook_nap = SF__HOOK_NAP_MIN_NS; /* the next nap for the idle hook */
     bool idle = false;
     uint64_t claimed;
     int from;
@@ -208,6 +210,14 @@ static void *worker_main(void *arg)
             continue;
         }
         set_idle(&idle, true);
+        /* The idle hook between looks (idle_hook.h): progress outside may
+         * have made work, so look again at once. */
+        int hook = sf__idle_poll();
+        if (hook == SF__HOOK_PROGRESS) {
+            spins = 0;
+            hook_nap = SF__HOOK_NAP_MIN_NS;
+            continue;
+        }
         if (++spins < idle_spins) {
             for (int i = 0; i < 32; i++)
                 sf__pause();
@@ -224,6 +234,7 @@ static void *worker_main(void *arg)
         uint32_t seen = atomic_load_explicit(&sf__pool.idle_seq, memory_order_relaxed);
         sf__fence_heavy();
         f = find_submitted(me, true, &claimed, &from, &light);
+        bool napper = false;
         /* Acquire: as the loop's test of stop. */
         if (f == NULL && !atomic_load_explicit(&sf__pool.stop, memory_order_acquire)) {
             SF__TRACE(me, IDLE, 0, 0);
@@ -232,10 +243,26 @@ static void *worker_main(void *arg)
                 sf__trace_flush(me); /* a sleeping thread's lines should be readable */
             /* With fibers parked, look at them again soon: their futures
              * complete without waking us. */
-            sf__futex_wait(&sf__pool.idle_seq, seen, sf__park_any(me) ? SF__PARKED_NAP_NS : IDLE_NAP_NS);
+            long nap = sf__park_any(me) ? SF__PARKED_NAP_NS : IDLE_NAP_NS;
+            /* The idle hook waits for outside events: one sleeping worker
+             * calls it again after each nap, the naps doubling up to
+             * SF__HOOK_NAP_NS; the others sleep as ever. Relaxed: a flag
+             * that only picks that worker; two at once would cost naps. */
+            if (hook == SF__HOOK_WAITING &&
+                atomic_load_explicit(&sf__idle_hook.napper, memory_order_relaxed) == 0 &&
+                atomic_exchange_explicit(&sf__idle_hook.napper, 1, memory_order_relaxed) == 0) {
+                napper = true;
+                nap = nap < hook_nap ? nap : hook_nap;
+                hook_nap = hook_nap * 2 > SF__HOOK_NAP_NS ? SF__HOOK_NAP_NS : hook_nap * 2;
+            }
+            sf__futex_wait(&sf__pool.idle_seq, seen, nap);
+            if (napper)
+                atomic_store_explicit(&sf__idle_hook.napper, 0, memory_order_relaxed);
         }
         atomic_fetch_sub_explicit(&sf__pool.idle_sleepers, 1, memory_order_relaxed);
-        spins = 0;
+        /* After a nap for the hook, one look and one call before the next
+         * nap, not a spin: the pool is idle, only the outside is awaited. */
+        spins = napper ? idle_spins : 0;
         if (f != NULL) {
             set_idle(&idle, false);
             hand_on(from, claimed, light); /* not searching since the sleep protocol */
