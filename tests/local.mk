@@ -20,7 +20,8 @@ sf_tests = \
 	tests/test_stats tests/test_pool tests/test_fork tests/test_fiber \
 	tests/test_config tests/test_release tests/test_wait_for tests/test_promise \
 	tests/test_reduce tests/test_thread_index tests/test_cancel_tree tests/test_feed \
-	tests/test_hang tests/test_threads tests/test_realtime tests/test_visibility
+	tests/test_hang tests/test_threads tests/test_realtime tests/test_visibility \
+	tests/test_on_idle
 check_PROGRAMS += $(sf_tests)
 TESTS += $(sf_tests)
 # Long forms of two, run by tools/soak: test_stress for SF_STRESS_SECONDS,
@@ -118,3 +119,16 @@ tests-were-not-built:
 	@echo "make check: the tests were not built (configure's summary says why: they need Check and json-c, e.g. tools/deps); configure again" >&2; exit 1
 endif
 .PHONY: tests-were-not-built
+
+# libsf-mpi's tests, under mpiexec (tests/test-mpi.sh), when configure found
+# MPI and mpiexec (--with-mpi). The programs link libsf-mpi and MPI.
+if SF_MPI_TESTS
+AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC;
+check_PROGRAMS += tests/test_mpi tests/test_mpi_single
+TESTS += tests/test-mpi.sh
+tests_test_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_test_mpi_LDADD = tests/libtestutil.la libsf-mpi.la libsf.la $(CHECK_LIBS) $(MPI_LIBS)
+tests_test_mpi_single_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
+tests_test_mpi_single_LDADD = $(tests_test_mpi_LDADD)
+endif
+EXTRA_DIST += tests/test-mpi.sh tests/mpi-lsan.supp

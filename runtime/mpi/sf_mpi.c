@@ -53,9 +53,6 @@
  * they, are exported (and versioned by runtime/mpi/libsf-mpi.sym). */
 #define SF_MPI_EXPORT __attribute__((visibility("default")))
 
-/* TEMPORARY until libsf has the idle hook: a weak reference. */
-#pragma weak sf_on_idle
-
 /* The progress thread polls only when no hook call polled for this long
  * (AUTO): a hook that polls often enough makes the thread unnecessary. */
 #define HOOK_QUIET_NS 50000ull
@@ -141,9 +138,11 @@ static struct {
     bool hook_installed;
 } g = {.life = PTHREAD_MUTEX_INITIALIZER};
 
-/* Set while this thread runs the idle hook: sf_mpi_finalize() from there
- * would wait for its own call to end (EDEADLK). */
-static _Thread_local bool in_hook;
+/* Set while this thread polls (the idle hook, the progress thread, a
+ * finalize) and completes promises: code a completion runs here (the
+ * unhandled-failure hook of a released promise's failure) may not finalize
+ * (EDEADLK: it would wait for its own poll to end) nor init (EALREADY). */
+static _Thread_local bool in_poll;
 
 static uint64_t now_ns(void)
 {
@@ -370,8 +369,11 @@ static int poll_once(void)
         return -1;
     if (!poll_trylock())
         return 0;
+    bool was = in_poll;
+    in_poll = true;
     int moved = take_incoming();
     int done = g.n > 0 ? test_window() : 0;
+    in_poll = was;
     poll_unlock();
     if (done > 0 || moved > 0)
         return done + moved;
@@ -384,12 +386,9 @@ static int idle_poll(void *ctx)
     (void)ctx;
     if (atomic_load_explicit(&g.inflight, memory_order_relaxed) == 0)
         return -1;
-    in_hook = true;
     /* Relaxed: a hint for the progress thread (AUTO). */
     atomic_store_explicit(&g.last_hook_ns, now_ns(), memory_order_relaxed);
-    int r = poll_once();
-    in_hook = false;
-    return r;
+    return poll_once();
 }
 
 /* ---- The progress thread ---------------------------------------------- */
@@ -549,10 +548,6 @@ static int init_locked(const sf_mpi_config *cfg)
         g.max_nap_ns = FIRST_NAP_NS;
     atomic_store_explicit(&g.last_hook_ns, 0, memory_order_relaxed);
     if (mode != SF_MPI_PROGRESS_THREAD) {
-        if (&sf_on_idle == NULL) {
-            errno = ENOTSUP;
-            return -1;
-        }
         if (sf_on_idle(idle_poll, NULL) != 0)
             return -1; /* EBUSY: another hook is installed */
         g.hook_installed = true;
@@ -582,6 +577,10 @@ static int init_locked(const sf_mpi_config *cfg)
 
 SF_MPI_EXPORT int sf_mpi_init(const sf_mpi_config *cfg)
 {
+    if (in_poll) { /* started, or stopping: this thread polls for it */
+        errno = EALREADY;
+        return -1;
+    }
     pthread_mutex_lock(&g.life);
     int rc = init_locked(cfg);
     int e = errno;
@@ -657,7 +656,7 @@ static long cancel_rest(void)
 
 SF_MPI_EXPORT long sf_mpi_finalize(double seconds)
 {
-    if (in_hook) {
+    if (in_poll) {
         errno = EDEADLK;
         return -1;
     }
@@ -671,6 +670,7 @@ SF_MPI_EXPORT long sf_mpi_finalize(double seconds)
         errno = EINVAL;
         return -1;
     }
+    in_poll = true; /* completions run here too (cancel_rest) */
     /* seq_cst, then wait for the requests already past their check. */
     atomic_store(&g.running, 0);
     while (atomic_load(&g.users) != 0)
@@ -692,6 +692,7 @@ SF_MPI_EXPORT long sf_mpi_finalize(double seconds)
     stop_thread();
     long cancelled = cancel_rest();
     restore_errhandlers();
+    in_poll = false;
     pthread_mutex_unlock(&g.life);
     return cancelled;
 }
