@@ -176,10 +176,10 @@ tools_bench_bench_sfcpp_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread
 tools_bench_bench_sfcpp_LDADD = libsf.la
 tools_bench_bench_sfcpp_LDFLAGS = -static
 
-# An 8-byte MPI ping-pong three ways in one job: raw MPI, libsf-mpi futures
-# through the idle hook, through the progress thread (mpi_pingpong.c;
+# An 8-byte MPI ping-pong four ways in one job: raw MPI, libsf-mpi futures
+# through the idle hook, the progress thread, both (mpi_pingpong.c;
 # mpi-run runs it and samples/mpi-render); no peer. Linked as libsf-mpi's
-# users link it (shared): the three ways share the process, so its cost is
+# users link it (shared): the four ways share the process, so its cost is
 # the same for all.
 if SF_MPI
 bench_programs += tools/bench/mpi_pingpong

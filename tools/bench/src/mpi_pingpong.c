@@ -1,16 +1,17 @@
 /*
- * mpi_pingpong.c - an 8-byte MPI ping-pong between ranks 0 and 1, three
+ * mpi_pingpong.c - an 8-byte MPI ping-pong between ranks 0 and 1, four
  * ways in one job: raw MPI (MPI_Irecv + MPI_Isend + MPI_Waitall), libsf-mpi
- * futures progressed by libsf's idle hook only (SF_MPI_PROGRESS_HOOK), and
- * futures progressed by its progress thread only (SF_MPI_PROGRESS_THREAD).
+ * futures progressed by libsf's idle hook only (SF_MPI_PROGRESS_HOOK), by
+ * its progress thread only (SF_MPI_PROGRESS_THREAD), and by both
+ * (SF_MPI_PROGRESS_AUTO, the default).
  *
  *     mpiexec -np 2 tools/bench/mpi_pingpong [rounds=R] [trips=N] [warmup=W]
  *                                            [threads=T] [nap=S]
  *
- * R rounds (default 10), each running the three ways back to back in a
+ * R rounds (default 10), each running the four ways back to back in a
  * rotating order (so none is always first after a barrier), each way N round
  * trips (default 2000) after W untimed ones (default 200, the warm-up),
- * sf_mpi_finalize() and sf_mpi_init() between the futures' two modes. libsf
+ * sf_mpi_finalize() and sf_mpi_init() between the futures' modes. libsf
  * runs at T threads (default 1: the waiting get is the hook's only caller;
  * more puts idle pool workers on the hook too). nap: the progress thread's
  * max_nap (default 0: libsf-mpi's default).
@@ -23,7 +24,7 @@
  * (the trip's number, plus one); a wrong one exits 2.
  *
  * Rank 0 prints one line per way:
- *   RESULT<TAB>way=raw|hook|thread<TAB>trips=N<TAB>median_us=M<TAB>p99_us=P
+ *   RESULT<TAB>way=raw|hook|thread|auto<TAB>trips=N<TAB>median_us=M<TAB>p99_us=P
  *     <TAB>min_us=m<TAB>mean_us=a<TAB>threads=T<TAB>over10us=F<TAB>over100us=F
  *     <TAB>over1ms=F<TAB>sleeps0=S<TAB>sleeps1=S
  * over every timed trip of every round: overX the fraction of trips longer
@@ -46,8 +47,8 @@
 #include "sf.h"
 #include "sf_mpi.h"
 
-enum { RAW, HOOK, THREAD, WAYS };
-static const char *const way_name[WAYS] = {"raw", "hook", "thread"};
+enum { RAW, HOOK, THREAD, AUTO, WAYS };
+static const char *const way_name[WAYS] = {"raw", "hook", "thread", "auto"};
 
 static double now_us(void)
 {
@@ -179,8 +180,9 @@ int main(int argc, char **argv)
         for (int j = 0; j < WAYS; j++) {
             const int w = (int)((r + j) % WAYS);
             if (w != RAW) {
-                sf_mpi_config mc = {.progress = w == HOOK ? SF_MPI_PROGRESS_HOOK
-                                                          : SF_MPI_PROGRESS_THREAD,
+                sf_mpi_config mc = {.progress = w == HOOK     ? SF_MPI_PROGRESS_HOOK
+                                                : w == THREAD ? SF_MPI_PROGRESS_THREAD
+                                                              : SF_MPI_PROGRESS_AUTO,
                                     .max_nap = nap};
                 if (sf_mpi_init(&mc) != 0)
                     fail("sf_mpi_init", errno);
