@@ -120,6 +120,8 @@ if SF_MPI_TESTS
 TESTS += samples/test-mpi-render.sh
 endif
 EXTRA_DIST += samples/test-mpi-render.sh
+# Open MPI's leaks at exit, for memcheck over mpi-render at one rank.
+EXTRA_DIST += samples/mpi-valgrind.supp
 
 # jack: a private jackd (dummy driver) and the generator feeding two
 # clients (SF_THREADS=1 mono, SF_THREADS=4 stereo); every block in time
