@@ -40,9 +40,12 @@ export OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset SF_MPI_PROGRESS SF_TRACE SF_STATS
 # ASan builds: Open MPI's own leaks at exit, and only those, are suppressed
-# (tests/mpi-lsan.supp).
+# (tests/mpi-lsan.supp). Its libraries keep no frame pointers, so ASan's
+# fast unwinder stops in them, before a frame a suppression names: the
+# slow one (DWARF) reaches libmpi's frames.
 srcdir=${srcdir:-.}
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$srcdir/tests/mpi-lsan.supp:print_suppressions=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 run_np() { # run_np N ARGS...: mpi-render under mpiexec -np N
     np=$1
     shift
