@@ -23,8 +23,8 @@
  * the receive of a block's result before it sends the block, and writes the
  * results in order. Every send and receive is a future of libsf-mpi
  * (sf_mpi_isend, sf_mpi_irecv, sf_mpi_request of an MPI_Ibcast), got or
- * chained with sf_do_after; no MPI call waits. At one rank (or started
- * without mpiexec) rank 0 runs the same filter as a task itself.
+ * chained with sf_do_after; no MPI call waits for a message. At one rank
+ * (or started without mpiexec) rank 0 runs the same filter as a task.
  *
  * The filter: a linear-phase low-pass FIR at an eighth of the sample rate,
  * BLOCK / 2 + 1 taps (a Blackman-windowed sinc, fft_lowpass), so the output
@@ -47,7 +47,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
