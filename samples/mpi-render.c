@@ -346,8 +346,34 @@ static int parse(int argc, char **argv, double *seconds, uint64_t *seed, const c
     return 0;
 }
 
+/* This process's rank as the launcher tells it (Open MPI, MPICH's Hydra,
+ * PMIx), before MPI starts: 0 when none does. Only for who prints usage. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL)
+            return atoi(v);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    double seconds = 15;
+    uint64_t seed = 1;
+    const char *path = "mpi-render.wav", *why = NULL;
+    int quiet = 0, stop;
+    /* The command line first: a usage error or -h needs no MPI (whose start
+     * takes a second or more), every rank sees the same one, and rank 0
+     * alone prints. */
+    rank = launcher_rank();
+    if (rank != 0)
+        opterr = 0; /* getopt's messages: rank 0's only */
+    int status = parse(argc, argv, &seconds, &seed, &path, &quiet, &stop);
+    if (stop)
+        return status;
     int provided;
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "mpi-render: MPI_Init_thread failed\n");
@@ -355,17 +381,6 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    double seconds = 15;
-    uint64_t seed = 1;
-    const char *path = "mpi-render.wav", *why = NULL;
-    int quiet = 0, stop;
-    if (rank != 0)
-        opterr = 0; /* getopt's messages: rank 0's only */
-    int status = parse(argc, argv, &seconds, &seed, &path, &quiet, &stop);
-    if (stop) {
-        MPI_Finalize();
-        return status;
-    }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (rank == 0)
             fprintf(stderr, "mpi-render: MPI grants no MPI_THREAD_MULTIPLE\n");
