@@ -91,25 +91,30 @@ long sf_mpi_finalize(double seconds);
  * MPI_REQUEST_NULL gives a future done at once (status, if given, empty, as
  * MPI_Wait() leaves it). The caller holds the future as one from sf_do()
  * and releases it; a future released before its request completes is freed
- * when it completes. sf_cancel() of it completes it with ECANCELED at once
- * and cancels the request (MPI_Cancel). status must stay valid until the
- * future is done. Returns the future, or NULL with errno: EINVAL (req NULL,
+ * when it completes. sf_cancel() of it completes it with ECANCELED at once;
+ * the request stays with MPI until MPI completes it (a receive still takes
+ * a message) or sf_mpi_finalize() cancels it (libsf gives a promise's
+ * setter no look at a cancel before its own call). status, and the
+ * request's buffer, must stay valid until the request completes: until the
+ * future is done, or, once it is cancelled, until sf_mpi_finalize()
+ * returns. Returns the future, or NULL with errno: EINVAL (req NULL,
  * or libsf-mpi not started), ENOMEM or EAGAIN (as sf_promise(); *req is
  * then left to the caller). */
 sf_future *sf_mpi_request(MPI_Request *req, MPI_Status *status);
 
 /* MPI_Isend() of MPI's arguments, as a future (sf_mpi_request()). A send
  * MPI refuses at once gives a failed future (SF_MPI_ERRNO), never a hang.
- * buf must stay valid and unchanged until the future is done. Returns the
- * future, or NULL with errno as sf_mpi_request(). */
+ * buf must stay valid and unchanged until the request completes
+ * (sf_mpi_request()). Returns the future, or NULL with errno as
+ * sf_mpi_request(). */
 sf_future *sf_mpi_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                         MPI_Comm comm);
 
 /* MPI_Irecv() of MPI's arguments, as a future (sf_mpi_request()) whose
  * value is status. A receive MPI refuses at once (an invalid rank, say)
  * gives a failed future, never a hang. buf and status must stay valid until
- * the future is done. Returns the future, or NULL with errno as
- * sf_mpi_request(). */
+ * the request completes (sf_mpi_request()). Returns the future, or NULL
+ * with errno as sf_mpi_request(). */
 sf_future *sf_mpi_irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
                         MPI_Comm comm, MPI_Status *status);
 

@@ -51,7 +51,7 @@ plant() {
         "$tmp/case/runtime/$1" >"$tmp/planted" && mv "$tmp/planted" "$tmp/case/runtime/$1"
 }
 
-echo "1..11"
+echo "1..13"
 fresh
 expect "the sources as they are pass every check" 0
 
@@ -66,6 +66,15 @@ for spec in platform/debug.c:future/future.h future/claim.c:queue/pending.h \
     plant "$file" "#include \"$inc\""
     expect "$file including $inc is not ok 3" 3 "runtime/$file (layer"
 done
+
+# runtime/mpi/ (libsf-mpi) is outside the layers but may include only the
+# public headers; its own statics may repeat the runtime's names.
+fresh
+plant mpi/sf_mpi.c '#include "sched/get.h"'
+expect "mpi/sf_mpi.c including sched/get.h is not ok 3" 3 "runtime/mpi/sf_mpi.c: includes \"sched/get.h\""
+fresh
+plant mpi/sf_mpi.c "static void take_grain(void) { }"
+expect "mpi/sf_mpi.c with a static take_grain passes" 0
 
 fresh
 mv "$tmp/case/runtime/queue/pending.c" "$tmp/case/runtime/sched/pending.c"

@@ -386,9 +386,14 @@ static int idle_poll(void *ctx)
     (void)ctx;
     if (atomic_load_explicit(&g.inflight, memory_order_relaxed) == 0)
         return -1;
+    /* The hook runs inside the program's gets and waits: errno, which
+     * MPI and a completion's code may set, is theirs. */
+    int saved = errno;
     /* Relaxed: a hint for the progress thread (AUTO). */
     atomic_store_explicit(&g.last_hook_ns, now_ns(), memory_order_relaxed);
-    return poll_once();
+    int r = poll_once();
+    errno = saved;
+    return r;
 }
 
 /* ---- The progress thread ---------------------------------------------- */
@@ -412,15 +417,15 @@ static void *progress_main(void *arg)
             continue;
         }
         uint64_t t = now_ns();
-        if (g.mode == SF_MPI_PROGRESS_AUTO &&
-            t - atomic_load_explicit(&g.last_hook_ns, memory_order_relaxed) < HOOK_QUIET_NS) {
-            /* The hook polls: leave it the cores. */
-            nap = nap == 0 ? FIRST_NAP_NS : nap * 2;
-            if (nap > g.max_nap_ns)
-                nap = g.max_nap_ns;
-            if (nap < HOOK_QUIET_NS)
-                nap = HOOK_QUIET_NS < g.max_nap_ns ? HOOK_QUIET_NS : g.max_nap_ns;
-            futex_wait(&g.wake, seen, nap);
+        uint64_t since_hook = t - atomic_load_explicit(&g.last_hook_ns, memory_order_relaxed);
+        if (g.mode == SF_MPI_PROGRESS_AUTO && since_hook < HOOK_QUIET_NS) {
+            /* The hook polls: leave it the cores, and look again when it
+             * would have been quiet for HOOK_QUIET_NS - its callers (a
+             * get's spin, an idle worker) may go to sleep any time, and
+             * then the thread takes over within that bound. */
+            futex_wait(&g.wake, seen, HOOK_QUIET_NS - since_hook + FIRST_NAP_NS);
+            nap = 0;
+            quiet_since = 0;
             continue;
         }
         if (poll_once() > 0) {

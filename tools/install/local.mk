@@ -57,9 +57,10 @@ installcheck-local:
 	  prefix='$(prefix)' bindir='$(bindir)' libdir='$(libdir)' includedir='$(includedir)' \
 	  mandir='$(mandir)' docdir='$(docdir)' \
 	  samples='$(enable_samples)' tools='$(enable_tools)' cxx17='$(sf_cv_cxx17)' python='$(SF_PYTHON)' \
+	  mpi='$(have_mpi)' mpiexec='$(MPIEXEC)' \
 	  $(SHELL) $(srcdir)/tools/install/installcheck
 EXTRA_DIST += tools/install/installcheck tools/install/consumer.c tools/install/consumer.cpp \
-	tools/install/CMakeLists.txt
+	tools/install/CMakeLists.txt tools/install/consumer_mpi.c
 
 # make check: the exports of libsf.so against sf.h, and their version.
 TESTS += tests/test-exports.sh
