@@ -106,6 +106,23 @@ EXTRA_DIST += samples/test-audio.sh
 TESTS += samples/test-stream.sh
 EXTRA_DIST += samples/test-stream.sh
 
+# mpi-render: the granular piece low-pass filtered over MPI ranks, every
+# message a libsf-mpi future; built when configure found MPI.
+if SF_MPI
+noinst_PROGRAMS += samples/mpi-render
+samples_mpi_render_SOURCES = samples/mpi-render.c samples/audio/args.h
+samples_mpi_render_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/samples $(MPI_CFLAGS)
+samples_mpi_render_LDADD = libsf-mpi.la samples/audio/libsfaudio.la $(MPI_LIBS) -lm
+endif
+# Its file byte-identical without mpiexec and at -np 1, 2 and 4 (under
+# timeout), its usage and output errors; needs mpiexec (MPIEXEC).
+if SF_MPI_TESTS
+TESTS += samples/test-mpi-render.sh
+endif
+EXTRA_DIST += samples/test-mpi-render.sh
+# Open MPI's leaks at exit, for memcheck over mpi-render at one rank.
+EXTRA_DIST += samples/mpi-valgrind.supp
+
 # jack: a private jackd (dummy driver) and the generator feeding two
 # clients (SF_THREADS=1 mono, SF_THREADS=4 stereo); every block in time
 # bit-identical to --offline, every late one to --offline --dry, no xrun of

@@ -175,6 +175,19 @@ tools_bench_bench_sfcpp_SOURCES = tools/bench/src/bench_sfcpp.cpp tools/bench/sr
 tools_bench_bench_sfcpp_CXXFLAGS = -std=c++17 -Wall -Wextra -pthread
 tools_bench_bench_sfcpp_LDADD = libsf.la
 tools_bench_bench_sfcpp_LDFLAGS = -static
+
+# An 8-byte MPI ping-pong four ways in one job: raw MPI, libsf-mpi futures
+# through the idle hook, the progress thread, both (mpi_pingpong.c;
+# mpi-run runs it and samples/mpi-render); no peer. Linked as libsf-mpi's
+# users link it (shared): the four ways share the process, so its cost is
+# the same for all.
+if SF_MPI
+bench_programs += tools/bench/mpi_pingpong
+EXTRA_PROGRAMS += tools/bench/mpi_pingpong
+tools_bench_mpi_pingpong_SOURCES = tools/bench/src/mpi_pingpong.c
+tools_bench_mpi_pingpong_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tools_bench_mpi_pingpong_LDADD = libsf-mpi.la libsf.la $(MPI_LIBS)
+endif
 else
 bench-programs:
 	@echo "make bench-programs: the benchmarks were not configured: configure --enable-bench (tools/bench/run does)" >&2; exit 1
