@@ -442,6 +442,16 @@ static void *progress_main(void *arg)
             continue;
         }
         if (atomic_load_explicit(&g.inflight, memory_order_relaxed) == 0) {
+            /* Nothing in flight: the next request (a ping-pong's reply to
+             * post, a pipeline's next block) often comes within
+             * microseconds, and a dozing thread costs it a wake - on a VM,
+             * milliseconds. So spin SPIN_NS first, as after progress. */
+            if (quiet_since == 0)
+                quiet_since = t;
+            if (t - quiet_since < SPIN_NS) {
+                cpu_relax();
+                continue;
+            }
             atomic_store(&g.dozing, true);
             if (atomic_load(&g.inflight) == 0 && !atomic_load_explicit(&g.stop, memory_order_relaxed))
                 futex_wait(&g.wake, seen, 0); /* until a request comes */
