@@ -504,8 +504,8 @@ SF_EXPORT void sf_batch_close(sf_batch *b);
 typedef int (*sf_idle_fn)(void *ctx);
 
 /* Installs poll(ctx) as the idle hook. Pool workers call it between looks
- * for work and before they sleep; gets and waits (timed ones included)
- * call it while they wait and before each sleep. One call at a time: a
+ * for work and before they sleep; gets and waits (timed and batch waits
+ * included) call it while they wait and before each sleep. One call at a time: a
  * thread that finds it running goes on without it. While it returns >= 0,
  * one idle worker and each waiting get sleep at most 1 ms between calls.
  * poll must not block or wait, nor call sf_get(), sf_wait() and the like,

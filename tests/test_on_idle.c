@@ -193,6 +193,54 @@ START_TEST(timed_waits_call_the_hook)
 }
 END_TEST
 
+/* A batch wait calls it too. The batch's task runs on the one worker and
+ * spins until the hook has run; the worker is busy, so only the wait can
+ * call the hook: untimed (_i 0) and timed (_i 1). */
+static atomic_int hook_ran, task_started;
+
+static int poll_flag(void *ctx)
+{
+    struct outside *o = ctx;
+    atomic_fetch_add(&o->calls, 1);
+    if (!pthread_equal(pthread_self(), o->main_thread))
+        atomic_fetch_add(&o->off_main, 1);
+    atomic_store(&hook_ran, 1);
+    return 0;
+}
+
+static void *spin_until_the_hook_ran(void *arg)
+{
+    (void)arg;
+    atomic_store(&task_started, 1);
+    while (!atomic_load(&hook_ran))
+        tu_spin_us(10);
+    return (void *)1L;
+}
+
+START_TEST(a_batch_wait_calls_the_hook)
+{
+    start(2);
+    struct outside o = {.main_thread = pthread_self()};
+    atomic_store(&hook_ran, 0);
+    atomic_store(&task_started, 0);
+    sf_batch *b = sf_batch_new();
+    ck_assert_ptr_nonnull(b);
+    sf_future *f = sf_batch_do(b, spin_until_the_hook_ran, NULL);
+    ck_assert_ptr_nonnull(f);
+    /* The worker runs the task: the wait cannot run it, nor the worker
+     * call the hook. */
+    ck_assert(tu_wait_flag(&task_started, 10000));
+    ck_assert_int_eq(sf_on_idle(poll_flag, &o), 0);
+    ck_assert_int_eq(_i == 0 ? sf_batch_wait(b) : sf_batch_wait_for(b, 30.0), 0);
+    ck_assert_ptr_eq(sf_get(f), (void *)1L);
+    ck_assert_int_gt(atomic_load(&o.calls) - atomic_load(&o.off_main), 0);
+    sf_release(f);
+    sf_batch_close(b);
+    ck_assert_int_eq(sf_on_idle(NULL, NULL), 0);
+    sf_shutdown();
+}
+END_TEST
+
 /* Many threads want it at once (idle workers and getters on several
  * plain threads): one call at a time, every promise completed. */
 struct getter {
@@ -363,6 +411,7 @@ static Suite *on_idle_suite(void)
     tcase_add_loop_test(tc, a_get_calls_the_hook_until_its_promise_is_done, 0, 2);
     tcase_add_loop_test(tc, idle_workers_call_the_hook, 0, 2);
     tcase_add_loop_test(tc, timed_waits_call_the_hook, 0, 2);
+    tcase_add_loop_test(tc, a_batch_wait_calls_the_hook, 0, 2);
     tcase_add_test(tc, one_call_at_a_time);
     tcase_add_test(tc, set_from_the_hook_is_edeadlk);
     tcase_add_test(tc, removal_waits_for_the_call_under_way);

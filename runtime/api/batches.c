@@ -7,6 +7,7 @@
  * runtime if needed), the pool told of additions, and sf_batch_wait helps.
  */
 #include "api/lifecycle.h"
+#include "sched/idle_hook.h"
 #include "sched/get.h"
 
 #include <errno.h>
@@ -135,6 +136,13 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
             nap = NAP_MIN_NS;
             continue;
         }
+        /* The idle hook, as a get calls it (get.c, spin_yield_sleep). */
+        int hook = sf__idle_poll();
+        if (hook == SF__HOOK_PROGRESS) {
+            rounds = 0;
+            nap = NAP_MIN_NS;
+            continue;
+        }
         if (rounds < SPIN_ROUNDS) {
             rounds++;
             for (int i = 0; i < 16; i++)
@@ -144,6 +152,8 @@ static int batch_wait_until(sf_batch *b, uint64_t deadline_ns)
         /* With fibers parked, look at them again soon: their futures
          * complete without waking us. */
         long n = sf__park_any(me) && nap > SF__PARKED_NAP_NS ? SF__PARKED_NAP_NS : nap;
+        if (hook == SF__HOOK_WAITING && n > SF__HOOK_NAP_NS)
+            n = SF__HOOK_NAP_NS; /* called again within it (sf.h) */
         if (timed && (uint64_t)n > deadline_ns - now)
             n = (long)(deadline_ns - now); /* >= 1: a sleep, not "no limit" */
         sf__batch_sleep(me, b, n);
