@@ -496,25 +496,18 @@ SF_EXPORT int sf_batch_wait_for(sf_batch *b, double seconds);
  * a batch once. */
 SF_EXPORT void sf_batch_close(sf_batch *b);
 
-/* The idle hook (docs/idle-hook.md): a poll that libsf calls where a thread
- * of its own has no task to run, so that work completed from outside (MPI
- * requests, sockets, a device's queue) progresses on idle cores, not on a
- * thread spent on it. Returns > 0: it made progress; 0: none, but it waits
- * for outside events; < 0: it waits for nothing. */
+/* The idle hook's poll (docs/idle-hook.md): > 0 progress; 0 none, it waits
+ * for outside events (MPI, sockets); < 0 it waits for nothing. */
 typedef int (*sf_idle_fn)(void *ctx);
 
-/* Installs poll(ctx) as the idle hook. Pool workers call it between looks
- * for work and before they sleep; gets and waits (timed and batch waits
- * included) call it while they wait and before each sleep. One call at a time: a
- * thread that finds it running goes on without it. While it returns >= 0,
- * one idle worker and each waiting get sleep at most 1 ms between calls.
- * poll must not block or wait, nor call sf_get(), sf_wait() and the like,
- * or sf_on_idle(); it may complete promises. Installing wakes sleeping
- * workers, to call it at once. poll NULL removes the hook and
- * returns once no call of it runs, so ctx may then be freed. Not tied to
- * the runtime: it stays across sf_shutdown(), and a forked child keeps it.
- * Returns 0, or -1 with errno EBUSY (poll is not NULL and a hook is
- * installed) or EDEADLK (called from the hook). */
+/* Installs poll(ctx) as the idle hook; wakes sleeping workers to call it.
+ * Idle workers, and gets and waits of every kind, call it between looks and
+ * before sleeping, one call at a time (a thread that finds it running goes
+ * on); while it returns >= 0, one worker and each waiting get call it at
+ * least every 1 ms. poll must not block, wait or call sf_on_idle(); it may
+ * complete promises. poll NULL removes it, returning once no call runs.
+ * It stays across sf_shutdown() and fork(). Returns 0, or -1 with errno
+ * EBUSY (poll not NULL, one installed) or EDEADLK (called from the hook). */
 SF_EXPORT int sf_on_idle(sf_idle_fn poll, void *ctx);
 
 /* Counters since sf_init(), summed over every thread (docs/statistics.md). */

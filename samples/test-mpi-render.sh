@@ -29,24 +29,9 @@ case $render in /*) ;; *) render=$(pwd)/$render ;; esac
 case $granular in /*) ;; *) granular=$(pwd)/$granular ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mpi-render-test.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
-# Open MPI as tests/test-mpi.sh runs it: one machine, maybe a container,
-# maybe as root (CI is), up to four ranks on two cores.
-export OMPI_MCA_btl=self,vader
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_MCA_plm_rsh_agent=false
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_hwloc_base_binding_policy=none
-export OMPI_MCA_btl_base_warn_component_unused=0
-export OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset SF_MPI_PROGRESS SF_TRACE SF_STATS
-# ASan builds: Open MPI's own leaks at exit, and only those, are suppressed
-# (tests/mpi-lsan.supp). Its libraries keep no frame pointers, so ASan's
-# fast unwinder stops in them, before a frame a suppression names: the
-# slow one (DWARF) reaches libmpi's frames.
+# Open MPI as tests/test-mpi.sh runs it, and LSan's suppressions.
 srcdir=${srcdir:-.}
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$srcdir/tests/mpi-lsan.supp:print_suppressions=0"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+. "$srcdir/tests/mpi-env.sh"
 run_np() { # run_np N ARGS...: mpi-render under mpiexec -np N
     np=$1
     shift

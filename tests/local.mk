@@ -131,4 +131,4 @@ tests_test_mpi_LDADD = tests/libtestutil.la libsf-mpi.la libsf.la $(CHECK_LIBS) 
 tests_test_mpi_single_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
 tests_test_mpi_single_LDADD = $(tests_test_mpi_LDADD)
 endif
-EXTRA_DIST += tests/test-mpi.sh tests/mpi-lsan.supp
+EXTRA_DIST += tests/test-mpi.sh tests/mpi-lsan.supp tests/mpi-env.sh
