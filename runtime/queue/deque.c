@@ -93,8 +93,11 @@ void sf__deque_share_commit(struct sf__deque *d, struct sf_light_slot *hi)
 bool sf__deque_take_back(struct sf__deque *d, struct sf_light_slot *t)
 {
     uint32_t i = sf__deque_index(d, t);
-    /* Relaxed, all: the owner takes back its own slot, whose fn and arg it
-     * wrote; the CAS only has to be atomic with the thieves' claims. */
+    /* Relaxed, all: the owner takes back its own slot, whose task it
+     * wrote; the CAS only has to be atomic with the thieves' claims. One
+     * slot, not the newer half of those shared as Lace's sync takes: the
+     * half ran slower here (fib and uts-t1 at 2 threads), the thieves left
+     * with too little to take. */
     uint64_t ts = atomic_load_explicit(&d->ts, memory_order_relaxed);
     for (;;) {
         if (tail_of(ts) > i)
@@ -140,13 +143,19 @@ bool sf__deque_claim(struct sf__deque *d, uint64_t ts)
 
 void sf__deque_ask(struct sf__deque *d)
 {
-    /* Relaxed: a hint; read first, so that many idle thieves do not keep
-     * writing the owner's lines. An owner whose spawn finds the limit
-     * lowered shares whether or not the flag has reached it. */
-    if (!atomic_load_explicit(&d->ask, memory_order_relaxed))
-        atomic_store_explicit(&d->ask, true, memory_order_relaxed);
-    /* The limit whatever the flag said: a flag up with the limit high
-     * (an unask between our two stores) must not silence every ask. */
-    if (!d->slow && __atomic_load_n(&d->pub.limit, __ATOMIC_RELAXED) != d->base)
+    /* Relaxed: a hint. Only the thief that raises the flag touches the
+     * limit: pub.limit shares its line with head and split, which the
+     * owner writes at every spawn and sync, and a thief that read it at
+     * every look would pull that line from the owner each time. The flag
+     * lives on the thieves' line (ts). An ask cannot be silenced
+     * for good: the flag is up with the limit high only between a raise
+     * and its limit store, or inside sf__deque_unask (limit first, then
+     * the flag down), and a thief that finds the flag down asks anew. An
+     * owner whose spawn finds the limit lowered shares whether or not the
+     * flag has reached it. */
+    if (atomic_load_explicit(&d->ask, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&d->ask, true, memory_order_relaxed);
+    if (!d->slow)
         __atomic_store_n(&d->pub.limit, d->base, __ATOMIC_RELAXED);
 }
