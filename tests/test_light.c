@@ -8,8 +8,11 @@
  * by a get outside the loop; light tasks that park in gets, one whose
  * wait leaves the rest to steal, a cycle of gets through a run; runs
  * nested in light tasks, in tasks and on 16 plain threads; failures,
- * cancellation, the ABI check, the trace; misuse in the debug build (an
- * abort naming it) and in a release build (no work lost).
+ * cancellation, the ABI check, the trace; typed tasks (SF_LIGHT_TASK):
+ * exact values of one to six parameters, structs and void, mixed with
+ * sf_spawn() tasks, stolen, past the room, failing, cancelled and parked;
+ * misuse in the debug build (an abort naming it, a sync of the wrong kind
+ * too) and in a release build (no work lost).
  *
  * Each case runs at SF_THREADS 1, 2 and 4 unless it needs another thread
  * (2 and 4; 2 where the one worker must be busy) or one schedule (the
@@ -1409,6 +1412,286 @@ START_TEST(abi_and_einval)
 }
 END_TEST
 
+/* ---- typed light tasks (SF_LIGHT_TASK) ---- */
+
+/* fib: one parameter, a long value. */
+SF_LIGHT_TASK(long, tfib, long, n);
+static long tfib(sf_worker *w, long n)
+{
+    if (n < 2)
+        return n;
+    SF_SPAWN(w, tfib, n - 1);
+    long b = tfib(w, n - 2);
+    return SF_SYNC(w, tfib) + b;
+}
+
+/* Six parameters of six types, a struct value: each node checks that its
+ * arguments arrived whole, and returns its subtree's sum and size. The
+ * sums are of multiples of 1/8 below 2^40: exact in any order. */
+struct tsum {
+    double sum;
+    long nodes;
+};
+static const char tmix_name[] = "tmix";
+
+SF_LIGHT_TASK(struct tsum, tmix, int, depth, char, tag, uint16_t, low, double, x, uint64_t, h,
+              const char *, name);
+static struct tsum tmix(sf_worker *w, int depth, char tag, uint16_t low, double x, uint64_t h,
+                        const char *name)
+{
+    EXPECT(tag == (char)('a' + depth % 26));
+    EXPECT(low == (uint16_t)h);
+    EXPECT(x == (double)(h % 1000) / 8);
+    EXPECT(name == tmix_name);
+    struct tsum r = {x, 1};
+    if (depth == 0)
+        return r;
+    for (int i = 0; i < 3; i++) {
+        uint64_t k = mix(h ^ (uint64_t)(i + 1));
+        SF_SPAWN(w, tmix, depth - 1, (char)('a' + (depth - 1) % 26), (uint16_t)k,
+                 (double)(k % 1000) / 8, k, tmix_name);
+    }
+    for (int i = 0; i < 3; i++) {
+        struct tsum c = SF_SYNC(w, tmix);
+        r.sum += c.sum;
+        r.nodes += c.nodes;
+    }
+    return r;
+}
+
+static double tmix_expect(int depth, uint64_t h)
+{
+    double s = (double)(h % 1000) / 8;
+    for (int i = 0; depth > 0 && i < 3; i++)
+        s += tmix_expect(depth - 1, mix(h ^ (uint64_t)(i + 1)));
+    return s;
+}
+
+/* A void task over a struct: adds every index of its range. */
+struct trange {
+    long lo, hi;
+};
+static atomic_long trange_sum;
+
+SF_LIGHT_VOID_TASK(tvoid, struct trange, r);
+static void tvoid(sf_worker *w, struct trange r)
+{
+    if (r.hi - r.lo == 1) {
+        atomic_fetch_add_explicit(&trange_sum, r.lo, memory_order_relaxed);
+        return;
+    }
+    long m = r.lo + (r.hi - r.lo) / 2;
+    SF_SPAWN(w, tvoid, (struct trange){r.lo, m});
+    tvoid(w, (struct trange){m, r.hi});
+    SF_SYNC(w, tvoid);
+}
+
+/* Typed and sf_spawn() tasks on one deque, synced newest first, each
+ * with its own kind of sync. */
+static void *tleaf(sf_worker *w, void *p)
+{
+    (void)w;
+    return p;
+}
+
+static void *tmixed_root(sf_worker *w, void *p)
+{
+    long n = (long)p, wrong = 0;
+    for (long i = 0; i < n; i++) {
+        if (i % 3 == 0)
+            sf_spawn(w, tleaf, (void *)i);
+        else
+            SF_SPAWN(w, tfib, 10 + i % 5);
+    }
+    for (long i = n - 1; i >= 0; i--) {
+        if (i % 3 == 0)
+            wrong += sf_sync(w) != (void *)i;
+        else
+            wrong += SF_SYNC(w, tfib) != tu_fib_exact((int)(10 + i % 5));
+    }
+    EXPECT(wrong == 0);
+    return (void *)1L;
+}
+
+START_TEST(typed_exact)
+{
+    start(threads_of[_i]);
+    long f = -1;
+    ck_assert_int_eq(SF_LIGHT_RUN(tfib, SMALL ? 18 : 24, &f), 0);
+    ck_assert_int_eq(f, SMALL ? 2584 : 46368);
+    struct tsum s = {0, 0};
+    int depth = SMALL ? 6 : 8;
+    ck_assert_int_eq(SF_LIGHT_RUN(tmix, depth, (char)('a' + depth), (uint16_t)77, 77.0 / 8,
+                                  UINT64_C(77), tmix_name, &s),
+                     0);
+    long nodes = 1, level = 1;
+    for (int d = 0; d < depth; d++)
+        nodes += level *= 3;
+    ck_assert_int_eq(s.nodes, nodes);
+    ck_assert(s.sum == tmix_expect(depth, 77));
+    atomic_store(&trange_sum, 0);
+    ck_assert_int_eq(SF_LIGHT_RUN(tvoid, (struct trange){0, 10000}), 0);
+    ck_assert_int_eq(atomic_load(&trange_sum), 10000L * 9999 / 2);
+    ck_assert_ptr_eq(sf_light(tmixed_root, (void *)3000L), (void *)1L);
+    assert_no_bad();
+    sf_shutdown();
+}
+END_TEST
+
+/* Idle workers steal typed tasks: a tree of leaves that spin, until one
+ * ran off the root's thread; the stolen ones' values come back whole. */
+static atomic_int tsteal_elsewhere;
+static int tsteal_root_index;
+
+SF_LIGHT_TASK(double, tsteal, int, depth, long, id);
+static double tsteal(sf_worker *w, int depth, long id)
+{
+    if (depth == 0) {
+        if (sf_thread_index() != tsteal_root_index)
+            atomic_store(&tsteal_elsewhere, 1);
+        tu_spin_us(50);
+        return (double)id / 4;
+    }
+    SF_SPAWN(w, tsteal, depth - 1, 2 * id);
+    double b = tsteal(w, depth - 1, 2 * id + 1);
+    return SF_SYNC(w, tsteal) + b;
+}
+
+START_TEST(typed_steal_by_idle_workers)
+{
+    start(_i == 0 ? 2 : 4);
+    tsteal_root_index = sf_thread_index();
+    atomic_store(&tsteal_elsewhere, 0);
+    double end = tu_now_ms() + WAIT_MS;
+    long rounds = 0;
+    int depth = 7; /* 128 leaves, ids 0..127: their sum / 4 */
+    do {
+        double v = -1;
+        ck_assert_int_eq(SF_LIGHT_RUN(tsteal, depth, 0L, &v), 0);
+        ck_assert(v == 127.0 * 128 / 2 / 4);
+        rounds++;
+    } while (!atomic_load(&tsteal_elsewhere) && tu_now_ms() < end);
+    ck_assert_msg(atomic_load(&tsteal_elsewhere), "no typed task ran off the root's thread in %ld "
+                  "rounds", rounds);
+    sf_stats st = tu_stats_quiet();
+    ck_assert_uint_ge(st.created, 1); /* a future per steal */
+    assert_no_bad();
+    sf_shutdown();
+}
+END_TEST
+
+/* Past the deque's room: typed tasks run at their spawn and their values
+ * are kept for the syncs, newest first - five parameters, a double. */
+SF_LIGHT_TASK(double, tover, long, i, int, a, int, b, short, c, long, d);
+static double tover(sf_worker *w, long i, int a, int b, short c, long d)
+{
+    EXPECT(a == (int)(i * 7) && b == -(int)i && c == (short)(i & 0x7fff) && d == ~i);
+    if (i % 100000 == 7) /* one that spawns, past the room */
+        return (double)tfib(w, 12) + (double)i / 2;
+    return (double)i / 2;
+}
+
+static void *tover_root(sf_worker *w, void *p)
+{
+    long n = (long)p, wrong = 0;
+    for (long i = 0; i < n; i++)
+        SF_SPAWN(w, tover, i, (int)(i * 7), -(int)i, (short)(i & 0x7fff), ~i);
+    for (long i = n - 1; i >= 0; i--)
+        wrong += SF_SYNC(w, tover) != (double)i / 2 + (i % 100000 == 7 ? 144 : 0);
+    EXPECT(wrong == 0);
+    return (void *)1L;
+}
+
+START_TEST(typed_overflow_past_the_deque)
+{
+    start(threads_of[_i]);
+    ck_assert_ptr_eq(sf_light(tover_root, (void *)(long)(ROOM + 5000)), (void *)1L);
+    long f = -1;
+    ck_assert_int_eq(SF_LIGHT_RUN(tfib, 15, &f), 0);
+    ck_assert_int_eq(f, 610);
+    assert_no_bad();
+    sf_shutdown();
+}
+END_TEST
+
+/* A typed task's sf_fail() fails the run; the tasks after it see
+ * sf_cancelled(), and the run's code and message come out of
+ * SF_LIGHT_RUN. A typed task that waits in a get (parks, at 1 thread)
+ * for a promise a plain thread sets. */
+static atomic_int tfail_after;
+
+SF_LIGHT_TASK(int, tfail, int, k);
+static int tfail(sf_worker *w, int k)
+{
+    (void)w;
+    if (k == 13) {
+        sf_fail(EDOM, "typed task %d failed", k);
+        return -1;
+    }
+    if (k < 13 && sf_cancelled()) /* synced after 13: LIFO */
+        atomic_fetch_add(&tfail_after, 1);
+    return k;
+}
+
+static void *tfail_root(sf_worker *w, void *p)
+{
+    (void)p;
+    for (int k = 0; k < 32; k++)
+        SF_SPAWN(w, tfail, k);
+    for (int k = 31; k >= 0; k--)
+        (void)SF_SYNC(w, tfail);
+    return (void *)1L;
+}
+
+static sf_future *tpark_p;
+
+SF_LIGHT_TASK(long, tpark, long, k);
+static long tpark(sf_worker *w, long k)
+{
+    if (k == 0)
+        return (long)sf_get(tpark_p);
+    SF_SPAWN(w, tpark, k - 1);
+    tu_spin_us(20);
+    return SF_SYNC(w, tpark) + k;
+}
+
+static void *tpark_feeder(void *arg)
+{
+    (void)arg;
+    tu_sleep_ms(20);
+    EXPECT(sf_promise_set(tpark_p, (void *)1000L) == 0);
+    return NULL;
+}
+
+START_TEST(typed_fail_cancel_park)
+{
+    start(threads_of[_i]);
+    atomic_store(&tfail_after, 0);
+    errno = 0;
+    ck_assert_ptr_null(sf_light(tfail_root, NULL));
+    ck_assert_int_eq(errno, EDOM);
+    ck_assert_str_eq(sf_task_error_message(), "typed task 13 failed");
+    if (threads_of[_i] == 1) /* no thief: 0..12 all run after 13 failed */
+        ck_assert_int_eq(atomic_load(&tfail_after), 13);
+    int v = -1;
+    errno = 0;
+    ck_assert_int_eq(SF_LIGHT_RUN(tfail, 13, &v), -1);
+    ck_assert_int_eq(errno, EDOM);
+    tpark_p = sf_promise();
+    ck_assert_ptr_nonnull(tpark_p);
+    pthread_t feeder;
+    ck_assert_int_eq(pthread_create(&feeder, NULL, tpark_feeder, NULL), 0);
+    long r = -1;
+    ck_assert_int_eq(SF_LIGHT_RUN(tpark, 50L, &r), 0);
+    ck_assert_int_eq(pthread_join(feeder, NULL), 0);
+    ck_assert_int_eq(r, 1000 + 50 * 51 / 2);
+    sf_release(tpark_p);
+    assert_no_bad();
+    tu_stats_quiet();
+    sf_shutdown();
+}
+END_TEST
+
 /* ---- the trace ---- */
 
 static size_t count_substr(const char *s, const char *sub)
@@ -1430,15 +1713,31 @@ START_TEST(trace_a_start_per_light_task)
     ck_assert_int_eq(light_fib(10), 55);
     loop_exact(100);
     ck_assert_int_eq(light_nqueens(5), 10);
+    long f = -1;
+    ck_assert_int_eq(SF_LIGHT_RUN(tfib, 10, &f), 0); /* typed tasks too */
+    ck_assert_int_eq(f, 55);
     assert_no_bad();
     sf_shutdown();
     tu_sftrace_check(SFTRACE_BIN, NULL, path);
     char *t = tu_read_file(path);
     ck_assert_ptr_nonnull(t);
     /* fib(10) spawns fib(11) - 1; nqueens(5) a task per partial placement. */
-    size_t want = (size_t)tu_fib_tasks(10) + 100 + (size_t)nq_nodes(5, 0, 0, 0, 0);
+    size_t want = 2 * (size_t)tu_fib_tasks(10) + 100 + (size_t)nq_nodes(5, 0, 0, 0, 0);
     ck_assert_uint_eq(count_substr(t, "\tFStart\t"), want);
     ck_assert_uint_eq(count_substr(t, "\tFDone\t"), want);
+    free(t);
+    unlink(path);
+    /* Slices are named by their tasks' functions: a typed task by the run
+     * its macro made (docs/trace-format.md, Task names). */
+    setenv("SF_TRACE", "chrome", 1);
+    ck_assert_int_eq(sf_init(NULL), 0);
+    long g = -1;
+    ck_assert_int_eq(SF_LIGHT_RUN(tfib, 6, &g), 0);
+    ck_assert_int_eq(g, 8);
+    sf_shutdown();
+    t = tu_read_file(path);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(count_substr(t, "\"name\":\"tfib_sf_run_\""), (size_t)tu_fib_tasks(6));
     free(t);
     unlink(path);
 }
@@ -1565,6 +1864,32 @@ static void m_task_unsynced(void)
     _exit(8);
 }
 
+/* A sync of another kind than the newest spawn's: sf_sync() of a typed
+ * task, SF_SYNC() of an sf_spawn() one. */
+static void *m_kind_root(sf_worker *w, void *p)
+{
+    if (p == NULL) {
+        SF_SPAWN(w, tfib, 3L);
+        (void)sf_sync(w);
+    } else {
+        sf_spawn(w, leaf_value, p);
+        (void)SF_SYNC(w, tfib);
+    }
+    _exit(7);
+}
+static void m_kind_untyped_sync(void)
+{
+    misuse_start();
+    (void)sf_light(m_kind_root, NULL);
+    _exit(8);
+}
+static void m_kind_typed_sync(void)
+{
+    misuse_start();
+    (void)sf_light(m_kind_root, (void *)1L);
+    _exit(8);
+}
+
 /* sf_light's fn returns with 3 spawns not synced. */
 static void *m_root_unsynced_root(sf_worker *w, void *p)
 {
@@ -1594,6 +1919,10 @@ START_TEST(debug_build_aborts_on_misuse)
                     (const char *const[]){"sf_sync(", "not this stack's worker", NULL});
     tu_expect_abort(m_root_unsynced,
                     (const char *const[]){"sf_light(", "3 light tasks not synced", NULL});
+    tu_expect_abort(m_kind_untyped_sync,
+                    (const char *const[]){"sf_sync(", "not of the kind", "sf_spawn's", NULL});
+    tu_expect_abort(m_kind_typed_sync,
+                    (const char *const[]){"sf_sync(", "not of the kind", "a typed task", NULL});
 }
 END_TEST
 
@@ -1722,6 +2051,10 @@ static Suite *light_suite(void)
     tcase_add_loop_test(tc, failure_fails_the_run, 0, 3);
     tcase_add_loop_test(tc, cancel_the_task_around_the_run, 0, 3);
     tcase_add_loop_test(tc, abi_and_einval, 0, 3);
+    tcase_add_loop_test(tc, typed_exact, 0, 3);
+    tcase_add_loop_test(tc, typed_steal_by_idle_workers, 0, 2);
+    tcase_add_loop_test(tc, typed_overflow_past_the_deque, 0, 3);
+    tcase_add_loop_test(tc, typed_fail_cancel_park, 0, 3);
     tcase_add_loop_test(tc, trace_a_start_per_light_task, 0, 3);
     tcase_add_loop_test(tc, debug_build_aborts_on_misuse, 0, 2);
     tcase_add_test(tc, debug_build_light_task_returns_unsynced);

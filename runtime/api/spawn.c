@@ -21,9 +21,15 @@
  * one). A sync of a slot nobody claimed runs it here, needing nobody.
  *
  * The overflow. A deque has room for SF__DEQUE_SLOTS tasks. A spawn past
- * it runs the task at once, on this stack, and keeps its value on the
- * deque's overflow stack; pub.split is held high meanwhile, so that the
- * syncs come here and return those values newest first before any slot.
+ * it runs the task at once, on this stack, and keeps its slot, the value
+ * in it, on the deque's overflow stack; pub.split is held high meanwhile,
+ * so that the syncs come here and return those slots newest first before
+ * any of the deque.
+ *
+ * Values. A task's value goes in its slot (sf.h, struct sf_light_slot):
+ * sf_sync_slow() returns the slot, and the inline sync reads the value of
+ * its own kind there - a pointer, or a typed task's bytes. A task that
+ * never ran (its run failed first, or memory lacked) leaves a zero value.
  */
 #include "api/lifecycle.h"
 #include "sched/get.h"
@@ -52,23 +58,24 @@ static struct sf__light *check_owner(sf_worker *w, const char *call)
 #define OWNER(w, call) sf__light_of(w)
 #endif
 
-/* Calls a light task on this stack, its spawner's (a sync, or an overflow).
- * The debug build gives it a frame of its own, so that what it spawns and
- * syncs is checked against its own frame: a sync with nothing of its own
- * to sync, a return with spawns not synced (sf.h, Light tasks). */
-static void *call_here(struct sf__light *l, sf_light_fn fn, void *arg)
+/* Runs slot t's task on this stack, its spawner's (a sync, or an
+ * overflow), its value into t. The debug build gives it a frame of its
+ * own, so that what it spawns and syncs is checked against its own frame:
+ * a sync with nothing of its own to sync, a return with spawns not synced
+ * (sf.h, Light tasks). */
+static void call_here(struct sf__light *l, struct sf_light_slot *t)
 {
 #ifdef SF_DEBUG
     struct sf__light_frame fr = {l->frames->root, l->d.pub.head, l->over_n, l->frames};
     l->frames = &fr;
-    void *r = fn(&l->d.pub, arg);
+    const void *name = sf__light_slot_fn(t); /* the run overwrites it */
+    sf__light_slot_run(&l->d.pub, t);
     if (l->d.pub.head != fr.base || l->over_n != fr.over)
-        sf__misuse("a light task (%p) returned with %ld tasks it spawned not synced", (void *)fn,
+        sf__misuse("a light task (%p) returned with %ld tasks it spawned not synced", name,
                    (long)(l->d.pub.head - fr.base) + (long)(l->over_n - fr.over));
     l->frames = fr.outer;
-    return r;
 #else
-    return fn(&l->d.pub, arg);
+    sf__light_slot_run(&l->d.pub, t);
 #endif
 }
 
@@ -78,13 +85,16 @@ static struct sf__scope *run_scope(const struct sf__light *l)
     return (struct sf__scope *)&l->frames->root->scope;
 }
 
-/* Spawn past the room: run fn now, keep its value for the sync. */
-static void overflow(struct sf__light *l, sf_light_fn fn, void *arg)
+/* Spawn past the room: run the task now, keep its slot for the sync. It
+ * runs in a copy, not in the stack of kept slots, which the spawns past the
+ * room it makes may move. */
+static void overflow(struct sf__light *l, const struct sf_light_slot *task)
 {
-    void *v = call_here(l, fn, arg);
+    struct sf_light_slot v = *task;
+    call_here(l, &v);
     if (l->over_n == l->over_cap) {
         size_t cap = l->over_cap ? 2 * l->over_cap : 64;
-        void **p = realloc(l->over_v, cap * sizeof *p);
+        struct sf_light_slot *p = realloc(l->over_v, cap * sizeof *p);
         if (p == NULL) {
             /* The value is lost, the run fails: its sync returns NULL. */
             (void)sf__scope_fail(run_scope(l), ENOMEM, NULL);
@@ -101,38 +111,48 @@ static void overflow(struct sf__light *l, sf_light_fn fn, void *arg)
     l->d.pub.split = (struct sf_light_slot *)UINTPTR_MAX;
 }
 
+/* Fills slot t with task's function and argument (sf.h: run and u). */
+static void fill(struct sf_light_slot *t, const struct sf_light_slot *task)
+{
+    t->run = task->run;
+    t->u = task->u;
+}
+
 /* The trace's spawn: the task as a future (light.h), queued as sf_do()
  * queues. A task that cannot be queued runs at once, its value in the slot
  * (its future word NULL). */
-static void spawn_future(struct sf__light *l, sf_light_fn fn, void *arg)
+static void spawn_future(struct sf__light *l, const struct sf_light_slot *task)
 {
     struct sf_light_slot *t = l->d.pub.head;
-    t->fn = fn;
-    t->arg = arg;
+    fill(t, task);
     /* Relaxed: this thread's, and the task's future reads them after its
      * queueing's release. */
     __atomic_store_n(&t->sf_opaque_[SF__SLOT_ROOT], (void *)l->frames->root, __ATOMIC_RELAXED);
     sf_future *f = sf_do(sf__light_task_fn, t);
-    if (f == NULL)
-        t->arg = fn(&l->d.pub, arg);
+    if (f == NULL) {
+        /* Run in a copy (light.h, sf__light_slot_run): it spawns from t. */
+        struct sf_light_slot v = *task;
+        call_here(l, &v);
+        t = l->d.pub.head;
+        fill(t, &v);
+    }
     __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)f, __ATOMIC_RELAXED);
     l->d.pub.head = t + 1;
 }
 
-SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg)
+SF_EXPORT void sf_spawn_slow(sf_worker *w, const struct sf_light_slot *task)
 {
     struct sf__light *l = OWNER(w, "sf_spawn");
     struct sf_light_slot *t = l->d.pub.head;
     if (SF__UNLIKELY(t >= l->d.end - 1 || l->over_n > 0)) {
-        overflow(l, fn, arg);
+        overflow(l, task);
         return;
     }
     if (l->futures) {
-        spawn_future(l, fn, arg);
+        spawn_future(l, task);
         return;
     }
-    t->fn = fn;
-    t->arg = arg;
+    fill(t, task);
     l->d.pub.head = t + 1;
     /* Here with room: a thief asked (limit lowered, or the flag of a slow
      * deque). Relaxed: a hint (deque.h, Asking for work). */
@@ -142,35 +162,35 @@ SF_EXPORT void sf_spawn_slow(sf_worker *w, sf_light_fn fn, void *arg)
 }
 
 /* The trace's sync: get the slot's future. */
-static void *sync_future(struct sf__light *l)
+static struct sf_light_slot *sync_future(struct sf__light *l)
 {
     struct sf_light_slot *t = l->d.pub.head - 1;
     sf_future *f = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED);
     if (f == NULL) {
         l->d.pub.head = t;
-        return t->arg; /* it ran at its spawn */
+        return t; /* it ran at its spawn */
     }
-    void *r = NULL;
     /* head stays above t until the task has ended: a thief reads the slot
      * when it starts, and a task run here meanwhile spawns above it. */
-    int code = sf_wait(f, &r);
+    int code = sf_wait(f, NULL);
     l->d.pub.head = t;
     if (code != 0) {
         /* Not run (cancelled before it started), or a cycle of gets: the
          * run fails with it. */
         const char *m = sf_error_message(f);
         (void)sf__scope_fail(run_scope(l), code, m != NULL ? strdup(m) : NULL);
-        r = NULL;
+        memset(&t->u, 0, sizeof t->u);
     }
     sf_release(f);
-    return r;
+    return t;
 }
 
 /* Pauses a sync spends on a stolen task before it waits as sf_get. */
 #define STOLEN_SPINS 4096
 
 /* A stolen slot t: get its thief's future, release it. */
-static void *sync_stolen(struct sf__thread *me, struct sf__light *l, struct sf_light_slot *t)
+static struct sf_light_slot *sync_stolen(struct sf__thread *me, struct sf__light *l,
+                                         struct sf_light_slot *t)
 {
     sf_future *g = sf__light_stolen(t);
     errno = 0;
@@ -182,17 +202,18 @@ static void *sync_stolen(struct sf__thread *me, struct sf__light *l, struct sf_l
         sf__pause();
         s = atomic_load_explicit(&g->state, memory_order_acquire);
     }
-    void *r = sf__done_ok(s) ? g->val : sf__get_slow(me, g, false);
+    if (!sf__done_ok(s))
+        (void)sf__get_slow(me, g, false); /* the value is in t */
     s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (!sf__done_ok(s)) {
         /* A cycle of gets (EDEADLK) or a failure of the future itself: the
          * run fails; the release below leaves a running g to its thief. */
         (void)sf__scope_fail(run_scope(l), errno != 0 ? errno : EINVAL, NULL);
-        r = NULL;
+        memset(&t->u, 0, sizeof t->u);
     }
     sf_release(g);
     sf__light_stolen_synced(l, t);
-    return r;
+    return t;
 }
 
 /* Is there a task of l's innermost run to sync? */
@@ -202,7 +223,31 @@ static bool run_has_task(const struct sf__light *l)
     return fr != NULL && (l->d.pub.head > fr->base || l->over_n > fr->over);
 }
 
-SF_EXPORT void *sf_sync_slow(sf_worker *w)
+/* Syncs l's newest task: its slot, the value in it. */
+static struct sf_light_slot *sync_newest(struct sf__light *l)
+{
+    if (l->futures && l->over_n == 0)
+        return sync_future(l);
+    struct sf_light_slot *t;
+    switch (sf__light_pop(l, &t)) {
+    case SF__LIGHT_OVER: return t;
+    case SF__LIGHT_RUN: {
+        /* In a copy: the task spawns from t, and a misuse may leave there
+         * what it did not sync (the value would overwrite it). */
+        struct sf_light_slot v = *t;
+        call_here(l, &v);
+        l->ret.u = v.u;
+        return &l->ret;
+    }
+    default: return sync_stolen(sf__thread_self(), l, t);
+    }
+}
+
+/* What a sync with nothing to sync returns: a zero value. Never written. */
+static struct sf_light_slot no_task;
+
+SF_EXPORT struct sf_light_slot *sf_sync_slow(sf_worker *w,
+                                             void (*run)(sf_worker *, struct sf_light_slot *))
 {
     struct sf__light *l = OWNER(w, "sf_sync");
     if (SF__UNLIKELY(!run_has_task(l))) {
@@ -212,17 +257,20 @@ SF_EXPORT void *sf_sync_slow(sf_worker *w)
                    (void *)w);
 #endif
         errno = EINVAL;
-        return NULL;
+        return &no_task;
     }
-    if (l->futures && l->over_n == 0)
-        return sync_future(l);
-    struct sf_light_slot *t;
-    void *v = NULL;
-    switch (sf__light_pop(l, &t, &v)) {
-    case SF__LIGHT_OVER: return v;
-    case SF__LIGHT_RUN: return call_here(l, t->fn, t->arg);
-    default: return sync_stolen(sf__thread_self(), l, t);
-    }
+#ifdef SF_DEBUG
+    /* LIFO: the newest task is the kind this sync is for. A lost slot
+     * (NULL) has no kind left to check. */
+    const struct sf_light_slot *n = sf__light_newest(l);
+    if (n != NULL && n->run != run)
+        sf__misuse("sf_sync(%p): the newest light task (%p) is not of the kind this sync is "
+                   "for (%s): syncs go newest first, each with its spawn's kind",
+                   (void *)w, sf__light_slot_fn(n), run != NULL ? "a typed task" : "sf_spawn's");
+#else
+    (void)run;
+#endif
+    return sync_newest(l);
 }
 
 SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg)
@@ -278,7 +326,7 @@ SF_EXPORT void *sf_light_run(int abi, sf_light_fn fn, void *arg)
 #endif
         /* Release build: nothing is lost - they run (or are waited for). */
         while (run_has_task(l))
-            (void)sf_sync_slow(&l->d.pub);
+            (void)sync_newest(l);
     }
     l->frames = fr.outer;
     int code = atomic_load_explicit(&root.scope.code, memory_order_relaxed);

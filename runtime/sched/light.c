@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A slot's words (deque.h, SF__SLOT_ROOT and SF__SLOT_FUT). The future word
  * holds region << 1 | 1 from the share that published the slot until a
@@ -104,11 +105,25 @@ void sf__light_offer(struct sf__thread *me)
         share(l, true);
 }
 
-enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t, void **val)
+/* What the sync of a slot lost for want of memory gets: a zero value. */
+static struct sf_light_slot lost_slot;
+
+const struct sf_light_slot *sf__light_newest(const struct sf__light *l)
+{
+    if (l->over_n > 0)
+        return l->over_n <= l->over_cap ? &l->over_v[l->over_n - 1] : NULL;
+    return l->d.pub.head - 1;
+}
+
+enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t)
 {
     if (SF__UNLIKELY(l->over_n > 0)) {
         size_t i = --l->over_n;
-        *val = i < l->over_cap ? l->over_v[i] : NULL;
+        if (i < l->over_cap) {
+            *t = &l->over_v[i];
+        } else {
+            *t = &lost_slot; /* read, never written */
+        }
         if (l->over_n == 0 && !l->d.slow) /* the inline sync may go on */
             l->d.pub.split = l->d.o_split;
         return SF__LIGHT_OVER;
@@ -153,10 +168,13 @@ static void sync_leftovers(struct sf__light *l, const struct sf__light_frame *fr
 {
     while (l->d.pub.head > fr->base || l->over_n > fr->over) {
         struct sf_light_slot *t;
-        void *v;
-        switch (sf__light_pop(l, &t, &v)) {
+        switch (sf__light_pop(l, &t)) {
         case SF__LIGHT_OVER: break;
-        case SF__LIGHT_RUN: (void)t->fn(&l->d.pub, t->arg); break;
+        case SF__LIGHT_RUN: {
+            struct sf_light_slot v = *t; /* t may hold its leftovers after */
+            sf__light_slot_run(&l->d.pub, &v);
+            break;
+        }
         case SF__LIGHT_STOLEN: {
             sf_future *g = sf__light_stolen(t);
             uint64_t s;
@@ -184,9 +202,10 @@ void *sf__light_task_fn(void *p)
     struct sf__light *l = sf__light_here(me);
     if (l == NULL) {
         /* No deque for this stack: the task cannot run, and its run fails
-         * (the sync sees its value NULL). */
+         * (the sync sees a zero value). */
         (void)sf__scope_fail((struct sf__scope *)&root->scope, ENOMEM, NULL);
-        return NULL;
+        memset(&t->u, 0, sizeof t->u);
+        return t;
     }
     struct sf__light_frame fr = {root, l->d.pub.head, l->over_n, l->frames};
     l->frames = &fr;
@@ -194,17 +213,20 @@ void *sf__light_task_fn(void *p)
      * this task's future, me->cur while fn runs. */
     struct sf__scope_frame sfr;
     sf__scope_push(me, &sfr, (struct sf__scope *)&root->scope);
-    void *r = t->fn(&l->d.pub, t->arg);
+#ifdef SF_DEBUG
+    const void *name = sf__light_slot_fn(t); /* the run overwrites it */
+#endif
+    sf__light_slot_run(&l->d.pub, t);
     sf__scope_pop(me, &sfr);
     if (SF__UNLIKELY(l->d.pub.head != fr.base || l->over_n != fr.over)) {
 #ifdef SF_DEBUG
         sf__misuse("a light task (%p) returned with %ld tasks it spawned not synced",
-                   (void *)t->fn, (long)(l->d.pub.head - fr.base));
+                   name, (long)(l->d.pub.head - fr.base));
 #endif
         sync_leftovers(l, &fr);
     }
     l->frames = fr.outer;
-    return r;
+    return t;
 }
 
 /* A stolen task's tag: the thief's id, then the promises' top bit and a

@@ -62,12 +62,31 @@ struct sf__light {
     struct sf__deque d;
     struct sf__light_frame *frames; /* owner */
     bool futures;                   /* a future per task (trace): light.c */
-    /* Tasks spawned past the deque's room: run at once, their values kept
-     * here for the syncs (newest last); a value past cap is lost (no
-     * memory: the run failed with ENOMEM). */
-    void **over_v;
+    /* Tasks spawned past the deque's room: run at once, their slots (the
+     * values in them) kept here for the syncs, newest last; a slot past
+     * cap is lost (no memory: the run failed with ENOMEM). */
+    struct sf_light_slot *over_v;
     size_t over_n, over_cap;
+    /* The value of the last slow sync that ran its task here (spawn.c):
+     * the task ran in a copy, not in its slot, where what it spawned but
+     * did not sync (a misuse the release build forgives) now lies. */
+    struct sf_light_slot ret;
 };
+
+/* Runs slot t's task on w, its value into t->u (sf.h): a typed task by its
+ * run, an sf_spawn() task by its function. The task spawns from w's head:
+ * t must lie below it, or be a copy, or be free again once the task has
+ * synced all it spawned. */
+static inline void sf__light_slot_run(sf_worker *w, struct sf_light_slot *t)
+{
+    if (t->run != NULL) {
+        t->run(w, t);
+        return;
+    }
+    sf_light_fn fn = t->u.call.fn;
+    void *arg = t->u.call.arg;
+    t->u.value = fn(w, arg);
+}
 
 /* The deque of w (what sf.h hands to light tasks). */
 static inline struct sf__light *sf__light_of(sf_worker *w)
@@ -99,10 +118,12 @@ enum sf__light_pop {
     SF__LIGHT_STOLEN, /* a thief runs it: wait for its future (sf__light_stolen) */
     SF__LIGHT_OVER    /* it ran at its spawn (past the room): its value is kept */
 };
-/* Owner: pops l's newest task for a sync: *t its slot, or for OVER *val its
- * value. RUN and OVER leave head below it; STOLEN leaves it for
- * sf__light_stolen_synced. */
-enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t, void **val);
+/* Owner: pops l's newest task for a sync: *t its slot - for OVER the kept
+ * copy, its value in it (zero if lost). RUN and OVER leave head below it;
+ * STOLEN leaves it for sf__light_stolen_synced. */
+enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t);
+/* Owner: the slot l's next sync pops (the kept copy past the room), or NULL. */
+const struct sf_light_slot *sf__light_newest(const struct sf__light *l);
 /* Owner: the future of stolen slot t, once its thief has stored it (a
  * spin of a few instructions' length, or a yield if the thief was
  * preempted between its claim and its store). */
@@ -111,9 +132,16 @@ sf_future *sf__light_stolen(struct sf_light_slot *t);
 void sf__light_stolen_synced(struct sf__light *l, struct sf_light_slot *t);
 
 /* The function of a stolen light task's future, and of every light task's
- * when l->futures: runs the slot's fn on the running fiber's deque, inside
- * the slot's run. */
+ * when l->futures: runs the slot's task on the running fiber's deque,
+ * inside the slot's run; its value goes in the slot, and the future's is
+ * the slot. */
 void *sf__light_task_fn(void *slot);
+
+/* The function that names slot t's task, until its run writes its value. */
+static inline const void *sf__light_slot_fn(const struct sf_light_slot *t)
+{
+    return t->run != NULL ? (const void *)t->run : (const void *)t->u.call.fn;
+}
 
 /* The function the trace names f's task by: a light task's own, not
  * sf__light_task_fn's. */
@@ -121,7 +149,7 @@ static inline const void *sf__light_trace_fn(const sf_future *f)
 {
     if (f->u.fn != sf__light_task_fn)
         return (const void *)f->u.fn;
-    return (const void *)((const struct sf_light_slot *)f->val)->fn;
+    return sf__light_slot_fn(f->val); /* as it starts: its value is not in u yet */
 }
 
 /*
