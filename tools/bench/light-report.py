@@ -13,7 +13,7 @@ LABEL = {
     "seq": "sequential",
     "libsf": "libsf `sf_do`/`sf_get`",
     "libsf-task": "libsf `sf_task_do`/`sf_task_get`",
-    "libsf-light": "libsf light `sf_spawn`/`sf_sync`",
+    "libsf-light": "libsf light `SF_SPAWN`/`SF_SYNC`",
     "lace": "Lace `SPAWN`/`SYNC`",
 }
 LIGHT, LACE, SEQ = "libsf-light", "lace", "seq"

@@ -1,10 +1,11 @@
 /*
  * bench_sflight.c - the fork-join workloads on libsf's light tasks (sf.h,
  * Light tasks), runtime "libsf-light": each run is one light run,
- * sf_light(root, ...) from the main thread, and every task below it an
- * sf_spawn() synced by sf_sync() in the function that spawned it. Threads:
- * sf_config.threads = N, as bench_sf. See common.h for the command line;
- * it runs fib, nqueens, uts-t1, uts-t3, knapsack and pi.
+ * SF_LIGHT_RUN from the main thread, and every task below it a typed light
+ * task (SF_LIGHT_TASK, the arguments by value in the deque, as Lace's
+ * TASK_n) spawned by SF_SPAWN and synced by SF_SYNC in the function that
+ * spawned it. Threads: sf_config.threads = N, as bench_sf. See common.h for
+ * the command line; it runs fib, nqueens, uts-t1, uts-t3, knapsack and pi.
  *
  * The shapes are Lace's (bench_lace.c runs the same ones), where they differ
  * from bench_sf's: syncs are LIFO, so a node that spawns k children syncs
@@ -22,68 +23,65 @@
 
 static struct bench_params P;
 
-/* A value through a light task's void * and back. */
-#define V(x) ((void *)(uintptr_t)(x))
-#define U(p) ((uint64_t)(uintptr_t)(p))
+/* ---- fib: SF_SPAWN(fib, n-1); b = fib(n-2); a = SF_SYNC(fib) ------------ */
+/* As bench_seq's and bench_lace's fib: not inlined, both results through an
+ * empty asm, so that gcc can neither inline the recursion nor turn the
+ * sync's call of fib(n-1) into a loop. */
 
-/* ---- fib: sf_spawn(fib, n-1); b = fib(n-2); a = sf_sync() ---------------- */
-/* Not inlined, both results through an empty asm: bench_seq's fib. */
-
-__attribute__((noinline)) static void *fib(sf_worker *w, void *arg)
+SF_LIGHT_TASK(uint64_t, fib, long, n);
+__attribute__((noinline)) static uint64_t fib(sf_worker *w, long n)
 {
-    long n = (long)(intptr_t)arg;
     if (n < 2)
-        return arg;
-    sf_spawn(w, fib, V(n - 1));
-    uint64_t b = U(fib(w, V(n - 2)));
+        return (uint64_t)n;
+    SF_SPAWN(w, fib, n - 1);
+    uint64_t b = fib(w, n - 2);
     __asm__ volatile("" : "+r"(b));
-    uint64_t a = U(sf_sync(w));
+    uint64_t a = SF_SYNC(w, fib);
     __asm__ volatile("" : "+r"(a));
-    return V(a + b);
+    return a + b;
 }
 
 /* ---- nqueens: every valid placement spawned, then all synced (LIFO) ------ */
 
-static void *nqueens(sf_worker *w, void *arg)
+SF_LIGHT_TASK(uint64_t, nqueens, uint64_t, s);
+static uint64_t nqueens(sf_worker *w, uint64_t s)
 {
-    uint64_t s = U(arg);
     unsigned n = (unsigned)P.n;
     unsigned row = NQ_ROW(s), cols = NQ_COLS(s), d1 = NQ_D1(s), d2 = NQ_D2(s);
     if (row == n)
-        return V(NQ_RES(1, 1));
+        return NQ_RES(1, 1);
     unsigned mask = (1u << n) - 1;
     unsigned avail = ~(cols | d1 | d2) & mask;
     int k = 0;
     while (avail) {
         unsigned bit = avail & -avail;
         avail &= avail - 1;
-        sf_spawn(w, nqueens,
-                 V(NQ_PACK(row + 1, cols | bit, ((d1 | bit) << 1) & mask, (d2 | bit) >> 1)));
+        SF_SPAWN(w, nqueens, NQ_PACK(row + 1, cols | bit, ((d1 | bit) << 1) & mask, (d2 | bit) >> 1));
         k++;
     }
     uint64_t sol = 0, nodes = 1;
     while (k-- > 0) {
-        uint64_t r = U(sf_sync(w));
+        uint64_t r = SF_SYNC(w, nqueens);
         sol += NQ_SOL(r);
         nodes += NQ_NODES(r);
     }
-    return V(NQ_RES(sol, nodes));
+    return NQ_RES(sol, nodes);
 }
 
 /* ---- UTS: every child spawned, then all synced (LIFO) -------------------- */
 
-static void *uts(sf_worker *w, void *arg)
+SF_LIGHT_TASK(uint64_t, uts, uint64_t, node);
+static uint64_t uts(sf_worker *w, uint64_t node)
 {
-    uint64_t node = U(arg);
     if (P.work)
         bench_spin(node, P.work);
     int k = uts_children(node, bench_in.uts_kind, P.b0, P.q_ppm, P.depth);
     for (int i = 0; i < k; i++)
-        sf_spawn(w, uts, V(uts_child_node(node, i)));
+        SF_SPAWN(w, uts, uts_child_node(node, i));
     uint64_t n = 1;
     for (int i = 0; i < k; i++)
-        n += U(sf_sync(w));
-    return V(n);
+        n += SF_SYNC(w, uts);
+    return n;
 }
 
 /* ---- knapsack: spawn "skip", call "take", sync (Lace's shape) ------------ */
@@ -93,7 +91,7 @@ static const struct ks_item *const ks_items = bench_in.ks_items;
 /*
  * The best value found so far. Relaxed everywhere, as in bench_sf: a pruning
  * hint, monotone (CAS-max), a stale read only prunes less; the final value is
- * read after sf_light() returned, and every sync of a stolen task orders the
+ * read after SF_LIGHT_RUN returned, and every sync of a stolen task orders the
  * task's writes before the syncing code.
  */
 static _Atomic long ks_best;
@@ -106,94 +104,92 @@ static void ks_improve(long v)
         ;
 }
 
-struct ks_job {
-    long i, c, v;
-};
-
-/* Returns the tasks made below this node. "take" runs first, as in the
- * sequential order: it is called while "skip" waits on the deque. A job
- * lives in its parent's frame until the parent's sync. */
-static void *knapsack(sf_worker *w, void *arg)
+/* Returns the tasks made below node (i, c, v) - the next item, the room
+ * left, the value so far - which a typed light task keeps by value in the
+ * deque, as Lace's TASK_3 does. "take" runs first, as in the sequential
+ * order: it is called while "skip" waits on the deque. */
+SF_LIGHT_TASK(uint64_t, knapsack, long, i, long, c, long, v);
+static uint64_t knapsack(sf_worker *w, long i, long c, long v)
 {
-    struct ks_job j = *(const struct ks_job *)arg;
-    ks_improve(j.v);
-    if (j.i == P.items ||
-        ks_bound(ks_items, j.i, j.c, j.v) <= atomic_load_explicit(&ks_best, memory_order_relaxed))
-        return V(0);
-    const struct ks_item *it = &ks_items[j.i];
-    struct ks_job skip = {j.i + 1, j.c, j.v};
-    if (it->weight > j.c) /* nothing to take: skip is the only child */
-        return V(1 + U(knapsack(w, &skip)));
-    struct ks_job take = {j.i + 1, j.c - it->weight, j.v + it->value};
-    sf_spawn(w, knapsack, &skip);
-    uint64_t t = 1 + U(knapsack(w, &take));
-    return V(t + 1 + U(sf_sync(w)));
+    ks_improve(v);
+    if (i == P.items ||
+        ks_bound(ks_items, i, c, v) <= atomic_load_explicit(&ks_best, memory_order_relaxed))
+        return 0;
+    const struct ks_item *it = &ks_items[i];
+    if (it->weight > c) /* nothing to take: skip is the only child */
+        return 1 + knapsack(w, i + 1, c, v);
+    SF_SPAWN(w, knapsack, i + 1, c, v);
+    uint64_t t = 1 + knapsack(w, i + 1, c - it->weight, v + it->value);
+    return t + 1 + SF_SYNC(w, knapsack);
 }
 
 /* ---- pi: [lo, hi) halved; spawn the left half, call the right, sync ------- */
 
-/* Returns the bits of the range's sum: left + right, the halving tree's
- * order (classic.h). */
-static void *pi(sf_worker *w, void *arg)
+/* The sum of the range: left + right, the halving tree's order (classic.h). */
+SF_LIGHT_TASK(double, pi, long, lo, long, hi);
+static double pi(sf_worker *w, long lo, long hi)
 {
-    uint64_t r = U(arg);
-    long lo = PI_LO(r), hi = PI_HI(r);
     if (hi - lo == 1)
-        return V(pi_bits(pi_term(lo, P.n)));
+        return pi_term(lo, P.n);
     long m = lo + (hi - lo) / 2;
-    sf_spawn(w, pi, V(PI_RANGE(lo, m)));
-    double right = pi_double(U(pi(w, V(PI_RANGE(m, hi)))));
-    double left = pi_double(U(sf_sync(w)));
-    return V(pi_bits(left + right));
+    SF_SPAWN(w, pi, lo, m);
+    double right = pi(w, m, hi);
+    double left = SF_SYNC(w, pi);
+    return left + right;
 }
 
 /* ---- the runs (workloads.h): one light run each -------------------------- */
 
-/* A light run's root: calls fn on the run's worker and keeps its value, so
- * that sf_light()'s NULL means only a failed run. */
-struct root {
-    sf_light_fn fn;
-    void *arg, *value;
-};
-
-static void *root_fn(sf_worker *w, void *arg)
+/* A run that failed: SF_LIGHT_RUN fails as sf_light() does. */
+static void run_failed(void)
 {
-    struct root *r = arg;
-    r->value = r->fn(w, r->arg);
-    return r;
+    fprintf(stderr, "libsf-light: SF_LIGHT_RUN failed: %s%s%s\n", strerror(errno),
+            sf_task_error_message() ? ": " : "",
+            sf_task_error_message() ? sf_task_error_message() : "");
+    exit(3);
 }
 
-static uint64_t light(sf_light_fn fn, void *arg)
+static struct bench_out run_fib(void)
 {
-    struct root r = {fn, arg, NULL};
-    if (sf_light(root_fn, &r) == NULL) {
-        fprintf(stderr, "libsf-light: sf_light failed: %s%s%s\n", strerror(errno),
-                sf_task_error_message() ? ": " : "",
-                sf_task_error_message() ? sf_task_error_message() : "");
-        exit(3);
-    }
-    return U(r.value);
+    uint64_t v;
+    if (SF_LIGHT_RUN(fib, P.n, &v) != 0)
+        run_failed();
+    return bench_value(v);
 }
-
-static struct bench_out run_fib(void) { return bench_value(light(fib, V(P.n))); }
 
 static struct bench_out run_nqueens(void)
 {
-    return bench_value(light(nqueens, V(NQ_PACK(0, 0, 0, 0))));
+    uint64_t v;
+    if (SF_LIGHT_RUN(nqueens, NQ_PACK(0, 0, 0, 0), &v) != 0)
+        run_failed();
+    return bench_value(v);
 }
 
-static struct bench_out run_uts(void) { return bench_value(light(uts, V(bench_in.uts_root))); }
+static struct bench_out run_uts(void)
+{
+    uint64_t v;
+    if (SF_LIGHT_RUN(uts, bench_in.uts_root, &v) != 0)
+        run_failed();
+    return bench_value(v);
+}
 
 static struct bench_out run_knapsack(void)
 {
     atomic_store_explicit(&ks_best, 0, memory_order_relaxed);
-    struct ks_job root = {0, bench_in.ks_cap, 0};
-    uint64_t tasks = light(knapsack, &root);
+    uint64_t tasks;
+    if (SF_LIGHT_RUN(knapsack, 0, bench_in.ks_cap, 0, &tasks) != 0)
+        run_failed();
     struct bench_out o = {(uint64_t)atomic_load_explicit(&ks_best, memory_order_relaxed), tasks};
     return o;
 }
 
-static struct bench_out run_pi(void) { return bench_value(light(pi, V(PI_RANGE(0, P.n)))); }
+static struct bench_out run_pi(void)
+{
+    double sum;
+    if (SF_LIGHT_RUN(pi, 0, P.n, &sum) != 0)
+        run_failed();
+    return bench_value(pi_bits(sum));
+}
 
 static const struct bench_run_entry runs[] = {
     {"fib", run_fib},         {"nqueens", run_nqueens},   {"uts-t1", run_uts},
@@ -215,7 +211,8 @@ int main(int argc, char **argv)
     }
     /* Warm up: let every worker start and touch its stack, and this thread
      * make its deque. */
-    if (light(fib, V(20)) != bench_fib_expect(20)) {
+    uint64_t warm;
+    if (SF_LIGHT_RUN(fib, 20, &warm) != 0 || warm != bench_fib_expect(20)) {
         fprintf(stderr, "libsf-light: warm-up fib(20) is wrong\n");
         return 2;
     }
