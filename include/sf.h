@@ -334,7 +334,7 @@ static inline void *sf_sync(sf_worker *w)
 #define SF_LIGHT_TASK(R, name, ...)                                                   \
     static R name(sf_worker *, SF_LIGHT_EACH_(P, __VA_ARGS__));                       \
     SF_LIGHT_COMMON_(name, __VA_ARGS__)                                               \
-    static inline void name##_sf_run_(sf_worker *sf_w_, struct sf_light_slot *sf_t_)  \
+    SF_LIGHT_FN_ void name##_sf_run_(sf_worker *sf_w_, struct sf_light_slot *sf_t_)   \
     {                                                                                 \
         struct name##_sf_args_ sf_a_;                                                 \
         R sf_r_;                                                                      \
@@ -342,7 +342,7 @@ static inline void *sf_sync(sf_worker *w)
         sf_r_ = name(sf_w_, SF_LIGHT_EACH_(A, __VA_ARGS__));                          \
         __builtin_memcpy(sf_t_->u.bytes, &sf_r_, sizeof sf_r_);                       \
     }                                                                                 \
-    static inline R name##_sf_sync_(sf_worker *sf_w_)                                 \
+    SF_LIGHT_FN_ R name##_sf_sync_(sf_worker *sf_w_)                                  \
     {                                                                                 \
         struct sf_light_slot *sf_t_ = sf_w_->head - 1;                                \
         R sf_r_;                                                                      \
@@ -356,7 +356,7 @@ static inline void *sf_sync(sf_worker *w)
         __builtin_memcpy(&sf_r_, sf_t_->u.bytes, sizeof sf_r_);                       \
         return sf_r_;                                                                 \
     }                                                                                 \
-    static inline int name##_sf_light_(SF_LIGHT_EACH_(P, __VA_ARGS__), R *sf_r_)      \
+    SF_LIGHT_FN_ int name##_sf_light_(SF_LIGHT_EACH_(P, __VA_ARGS__), R *sf_r_)       \
     {                                                                                 \
         struct sf_light_slot sf_s_;                                                   \
         SF_LIGHT_FILL_(name, &sf_s_, __VA_ARGS__);                                    \
@@ -370,13 +370,13 @@ static inline void *sf_sync(sf_worker *w)
 #define SF_LIGHT_VOID_TASK(name, ...)                                                 \
     static void name(sf_worker *, SF_LIGHT_EACH_(P, __VA_ARGS__));                    \
     SF_LIGHT_COMMON_(name, __VA_ARGS__)                                               \
-    static inline void name##_sf_run_(sf_worker *sf_w_, struct sf_light_slot *sf_t_)  \
+    SF_LIGHT_FN_ void name##_sf_run_(sf_worker *sf_w_, struct sf_light_slot *sf_t_)   \
     {                                                                                 \
         struct name##_sf_args_ sf_a_;                                                 \
         SF_LIGHT_LOAD_(name, sf_t_, __VA_ARGS__);                                     \
         name(sf_w_, SF_LIGHT_EACH_(A, __VA_ARGS__));                                  \
     }                                                                                 \
-    static inline void name##_sf_sync_(sf_worker *sf_w_)                              \
+    SF_LIGHT_FN_ void name##_sf_sync_(sf_worker *sf_w_)                               \
     {                                                                                 \
         struct sf_light_slot *sf_t_ = sf_w_->head - 1;                                \
         if (__builtin_expect(sf_t_ >= sf_w_->split, 1)) {                             \
@@ -388,7 +388,7 @@ static inline void *sf_sync(sf_worker *w)
         }                                                                             \
         (void)sf_sync_slow(sf_w_, name##_sf_run_);                                    \
     }                                                                                 \
-    static inline int name##_sf_light_(SF_LIGHT_EACH_(P, __VA_ARGS__))                \
+    SF_LIGHT_FN_ int name##_sf_light_(SF_LIGHT_EACH_(P, __VA_ARGS__))                 \
     {                                                                                 \
         struct sf_light_slot sf_s_;                                                   \
         SF_LIGHT_FILL_(name, &sf_s_, __VA_ARGS__);                                    \
@@ -407,13 +407,14 @@ static inline void *sf_sync(sf_worker *w)
  * serve), and a run's root (s->run). SF_LIGHT_EACH_(K, T1, a1, ...) lists K
  * of each parameter: P `T1 a1`, N `a1`, A `sf_a_.a1`, F `T1 a1;`, S a1 into
  * the slot's bytes, L sf_a_.a1 from them. */
+#define SF_LIGHT_FN_ static inline __attribute__((unused)) /* a task may use none of them */
 #define SF_LIGHT_COMMON_(name, ...)                                                   \
     struct name##_sf_args_ {                                                          \
         SF_LIGHT_EACH_(F, __VA_ARGS__)                                                \
     };                                                                                \
     typedef char name##_sf_args_fit_[sizeof(struct name##_sf_args_) <= SF_LIGHT_BYTES \
                                          ? 1 : -1];                                   \
-    static inline void name##_sf_run_(sf_worker *, struct sf_light_slot *);           \
+    SF_LIGHT_FN_ void name##_sf_run_(sf_worker *, struct sf_light_slot *);            \
     static __attribute__((noinline, cold, unused)) void                               \
     name##_sf_spawn_slow_(sf_worker *sf_w_, SF_LIGHT_EACH_(P, __VA_ARGS__))           \
     {                                                                                 \
@@ -421,7 +422,7 @@ static inline void *sf_sync(sf_worker *w)
         SF_LIGHT_FILL_(name, &sf_s_, __VA_ARGS__);                                    \
         sf_spawn_slow(sf_w_, &sf_s_);                                                 \
     }                                                                                 \
-    static inline void name##_sf_spawn_(sf_worker *sf_w_, SF_LIGHT_EACH_(P, __VA_ARGS__)) \
+    SF_LIGHT_FN_ void name##_sf_spawn_(sf_worker *sf_w_, SF_LIGHT_EACH_(P, __VA_ARGS__)) \
     {                                                                                 \
         struct sf_light_slot *sf_t_ = sf_w_->head;                                    \
         if (__builtin_expect(sf_t_ >= __atomic_load_n(&sf_w_->limit, __ATOMIC_RELAXED), 0)) { \
@@ -445,7 +446,7 @@ static inline void *sf_sync(sf_worker *w)
         SF_LIGHT_EACH_(L, __VA_ARGS__)                                                \
     } while (0)
 #define SF_LIGHT_EACH_(K, ...)                                                        \
-    SF_LIGHT_CAT_(SF_LIGHT_##K, SF_LIGHT_COUNT_(__VA_ARGS__, 6, 6, 5, 5, 4, 4, 3, 3, \
+    SF_LIGHT_CAT_(SF_LIGHT_##K, SF_LIGHT_COUNT_(__VA_ARGS__, 6, 6, 5, 5, 4, 4, 3, 3,  \
                                                 2, 2, 1, 1, 0))(__VA_ARGS__)
 #define SF_LIGHT_COUNT_(a, b, c, d, e, f, g, h, i, j, k, l, n, ...) n
 #define SF_LIGHT_CAT_(a, n) SF_LIGHT_CAT2_(a, n)

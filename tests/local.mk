@@ -120,10 +120,16 @@ tests-were-not-built:
 endif
 .PHONY: tests-were-not-built
 
+# The typed light-task macros compile cleanly in C and C++ and refuse a task
+# too big for a slot (the compilers the build uses).
+TESTS += tests/test-light-macros.sh
+EXTRA_DIST += tests/test-light-macros.sh
+AM_TESTS_ENVIRONMENT = CC='$(CC)' CXX='$(CXX)'; export CC CXX;
+
 # libsf-mpi's tests, under mpiexec (tests/test-mpi.sh), when configure found
 # MPI and mpiexec (--with-mpi). The programs link libsf-mpi and MPI.
 if SF_MPI_TESTS
-AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC;
+AM_TESTS_ENVIRONMENT += MPIEXEC='$(MPIEXEC)'; export MPIEXEC;
 check_PROGRAMS += tests/test_mpi tests/test_mpi_single
 TESTS += tests/test-mpi.sh
 tests_test_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
