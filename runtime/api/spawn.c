@@ -128,6 +128,9 @@ static void spawn_future(struct sf__light *l, const struct sf_light_slot *task)
     /* Relaxed: this thread's, and the task's future reads them after its
      * queueing's release. */
     __atomic_store_n(&t->sf_opaque_[SF__SLOT_ROOT], (void *)l->frames->root, __ATOMIC_RELAXED);
+    /* MAKING until f is stored: a runner that ends first waits for it
+     * (light.c, publish). */
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], SF__SLOT_MAKING, __ATOMIC_RELAXED);
     sf_future *f = sf_do(sf__light_task_fn, t);
     if (f == NULL) {
         /* Run in a copy (light.h, sf__light_slot_run): it spawns from t. */
@@ -136,7 +139,8 @@ static void spawn_future(struct sf__light *l, const struct sf_light_slot *task)
         t = l->d.pub.head;
         fill(t, &v);
     }
-    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)f, __ATOMIC_RELAXED);
+    /* Release: pairs with publish's load and CAS (MAKING above). */
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)f, __ATOMIC_RELEASE);
     l->d.pub.head = t + 1;
 }
 
@@ -165,11 +169,13 @@ SF_EXPORT void sf_spawn_slow(sf_worker *w, const struct sf_light_slot *task)
 static struct sf_light_slot *sync_future(struct sf__light *l)
 {
     struct sf_light_slot *t = l->d.pub.head - 1;
-    sf_future *f = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED);
-    if (f == NULL) {
+    /* Relaxed: this thread stored it, or its runner is writing the value
+     * (WRITING, waited out by sf__light_stolen). */
+    if (__atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED) == NULL) {
         l->d.pub.head = t;
         return t; /* it ran at its spawn */
     }
+    sf_future *f = sf__light_stolen(t);
     /* head stays above t until the task has ended: a thief reads the slot
      * when it starts, and a task run here meanwhile spawns above it. */
     int code = sf_wait(f, NULL);
@@ -179,6 +185,7 @@ static struct sf_light_slot *sync_future(struct sf__light *l)
          * run fails with it. */
         const char *m = sf_error_message(f);
         (void)sf__scope_fail(run_scope(l), code, m != NULL ? strdup(m) : NULL);
+        sf__light_revoke(t, f); /* it may run on: not into t */
         memset(&t->u, 0, sizeof t->u);
     }
     sf_release(f);
@@ -209,6 +216,7 @@ static struct sf_light_slot *sync_stolen(struct sf__thread *me, struct sf__light
         /* A cycle of gets (EDEADLK) or a failure of the future itself: the
          * run fails; the release below leaves a running g to its thief. */
         (void)sf__scope_fail(run_scope(l), errno != 0 ? errno : EINVAL, NULL);
+        sf__light_revoke(t, g); /* it may run on: not into t */
         memset(&t->u, 0, sizeof t->u);
     }
     sf_release(g);

@@ -11,10 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A slot's words (deque.h, SF__SLOT_ROOT and SF__SLOT_FUT). The future word
- * holds region << 1 | 1 from the share that published the slot until a
- * thief's claim stores its future there (a pointer: bit 0 clear), and 0
- * after the owner synced a stolen slot. */
+/* A slot's words (deque.h, SF__SLOT_ROOT and SF__SLOT_FUT; the future
+ * word's values: light.h). */
 static inline void *slot_word(const struct sf_light_slot *t, int k)
 {
     return __atomic_load_n(&t->sf_opaque_[k], __ATOMIC_RELAXED);
@@ -137,18 +135,61 @@ enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t)
     return SF__LIGHT_STOLEN;
 }
 
+/* Does future word w name a future (light.h)? */
+static inline bool is_future(void *w)
+{
+    return w != NULL && !((uintptr_t)w & 1) && w != SF__SLOT_MAKING && w != SF__SLOT_WRITING;
+}
+
 sf_future *sf__light_stolen(struct sf_light_slot *t)
 {
     for (unsigned spins = 0;; spins++) {
-        /* Acquire: pairs with the thief's release (make_task): g's fields. */
-        uintptr_t w = (uintptr_t)__atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_ACQUIRE);
-        if (w != 0 && !(w & 1))
-            return (sf_future *)w;
+        /* Acquire: pairs with the thief's release (make_task, publish): g's
+         * fields. */
+        void *w = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_ACQUIRE);
+        if (is_future(w))
+            return w;
         if (spins < 64)
             sf__pause();
         else
             sched_yield();
     }
+}
+
+void sf__light_revoke(struct sf_light_slot *t, sf_future *f)
+{
+    for (;;) {
+        void *w = f;
+        /* Acquire on success: pairs with publish's release, so that a value
+         * written before comes before this owner's next writes of t. */
+        if (__atomic_compare_exchange_n(&t->sf_opaque_[SF__SLOT_FUT], &w, NULL, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
+            w != SF__SLOT_WRITING)
+            return;
+        sf__pause(); /* a copy of 40 bytes */
+    }
+}
+
+/* A runner's end (sf__light_task_fn): the value into slot t, unless its
+ * owner gave up on it - the word no longer g (light.h). */
+static void publish(struct sf_light_slot *t, sf_future *g, const union sf_light_data *value)
+{
+    for (;;) {
+        void *w = __atomic_load_n(&t->sf_opaque_[SF__SLOT_FUT], __ATOMIC_RELAXED);
+        if (w == SF__SLOT_MAKING) { /* the trace's spawner stores g next */
+            sched_yield();
+            continue;
+        }
+        if (w != g)
+            return;
+        /* Acquire: the value's stores stay after the mark. */
+        if (__atomic_compare_exchange_n(&t->sf_opaque_[SF__SLOT_FUT], &w, SF__SLOT_WRITING, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            break;
+    }
+    t->u = *value;
+    /* Release: the value before the word (sf__light_revoke, sf__light_stolen). */
+    __atomic_store_n(&t->sf_opaque_[SF__SLOT_FUT], (void *)g, __ATOMIC_RELEASE);
 }
 
 void sf__light_stolen_synced(struct sf__light *l, struct sf_light_slot *t)
@@ -199,14 +240,18 @@ void *sf__light_task_fn(void *p)
     /* The slot stays until its sync, which waits for this task: its words
      * are the claim's (acquired) or this thread's own (futures). */
     const struct sf__light_root *root = slot_word(t, SF__SLOT_ROOT);
+    sf_future *g = sf__sched(me)->cur;
     struct sf__light *l = sf__light_here(me);
     if (l == NULL) {
         /* No deque for this stack: the task cannot run, and its run fails
          * (the sync sees a zero value). */
         (void)sf__scope_fail((struct sf__scope *)&root->scope, ENOMEM, NULL);
-        memset(&t->u, 0, sizeof t->u);
+        publish(t, g, &(union sf_light_data){.value = NULL});
         return t;
     }
+    /* A copy: t is read now, while its owner waits for this task, and
+     * written at the end only through publish. */
+    struct sf_light_slot v = *t;
     struct sf__light_frame fr = {root, l->d.pub.head, l->over_n, l->frames};
     l->frames = &fr;
     /* sf_fail() here fails the run (failure.h, Scopes): the frame names
@@ -214,9 +259,9 @@ void *sf__light_task_fn(void *p)
     struct sf__scope_frame sfr;
     sf__scope_push(me, &sfr, (struct sf__scope *)&root->scope);
 #ifdef SF_DEBUG
-    const void *name = sf__light_slot_fn(t); /* the run overwrites it */
+    const void *name = sf__light_slot_fn(&v); /* the run overwrites it */
 #endif
-    sf__light_slot_run(&l->d.pub, t);
+    sf__light_slot_run(&l->d.pub, &v);
     sf__scope_pop(me, &sfr);
     if (SF__UNLIKELY(l->d.pub.head != fr.base || l->over_n != fr.over)) {
 #ifdef SF_DEBUG
@@ -226,6 +271,7 @@ void *sf__light_task_fn(void *p)
         sync_leftovers(l, &fr);
     }
     l->frames = fr.outer;
+    publish(t, g, &v.u);
     return t;
 }
 

@@ -124,17 +124,35 @@ enum sf__light_pop {
 enum sf__light_pop sf__light_pop(struct sf__light *l, struct sf_light_slot **t);
 /* Owner: the slot l's next sync pops (the kept copy past the room), or NULL. */
 const struct sf_light_slot *sf__light_newest(const struct sf__light *l);
-/* Owner: the future of stolen slot t, once its thief has stored it (a
- * spin of a few instructions' length, or a yield if the thief was
- * preempted between its claim and its store). */
+/*
+ * A slot's future word (deque.h, SF__SLOT_FUT): region << 1 | 1 while it is
+ * shared and unclaimed; the future that runs its task (a thief's, or the
+ * trace's); NULL once synced (or, under the trace, for a task that ran at
+ * its spawn); and two passing marks. MAKING: the trace's spawn is making
+ * the task's future (spawn.c). WRITING: the task's runner is writing its
+ * value into the slot (sf__light_task_fn), which it does only by a CAS
+ * from its own future - so an owner that gives up on a task (a cycle of
+ * gets) takes the word back first (sf__light_revoke), and a runner that
+ * ends later writes nothing into a slot the owner has reused.
+ */
+#define SF__SLOT_MAKING ((void *)2)
+#define SF__SLOT_WRITING ((void *)4)
+
+/* Owner: the future of stolen slot t, once its thief has stored it and is
+ * not writing (a spin of a few instructions' length, or a yield if the
+ * thief was preempted between its claim and its store). */
 sf_future *sf__light_stolen(struct sf_light_slot *t);
+/* Owner: gives up on slot t's task, run by future f: once this returns,
+ * f's runner writes nothing into t (it may still be running). */
+void sf__light_revoke(struct sf_light_slot *t, sf_future *f);
 /* Owner: stolen slot t is synced (its future got and released). */
 void sf__light_stolen_synced(struct sf__light *l, struct sf_light_slot *t);
 
 /* The function of a stolen light task's future, and of every light task's
  * when l->futures: runs the slot's task on the running fiber's deque,
- * inside the slot's run; its value goes in the slot, and the future's is
- * the slot. */
+ * inside the slot's run, in a copy; its value then goes in the slot unless
+ * the owner gave up on it (SF__SLOT_WRITING). The future's value is the
+ * slot. */
 void *sf__light_task_fn(void *slot);
 
 /* The function that names slot t's task, until its run writes its value. */
