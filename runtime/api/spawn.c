@@ -242,7 +242,7 @@ static struct sf_light_slot *sync_newest(struct sf__light *l)
     case SF__LIGHT_RUN: {
         /* In a copy: the task spawns from t, and a misuse may leave there
          * what it did not sync (the value would overwrite it). */
-        struct sf_light_slot v = *t;
+        struct sf_light_slot v = sf__light_task_copy(t);
         call_here(l, &v);
         l->ret.u = v.u;
         return &l->ret;

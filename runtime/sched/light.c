@@ -212,7 +212,7 @@ static void sync_leftovers(struct sf__light *l, const struct sf__light_frame *fr
         switch (sf__light_pop(l, &t)) {
         case SF__LIGHT_OVER: break;
         case SF__LIGHT_RUN: {
-            struct sf_light_slot v = *t; /* t may hold its leftovers after */
+            struct sf_light_slot v = sf__light_task_copy(t); /* t may hold its leftovers */
             sf__light_slot_run(&l->d.pub, &v);
             break;
         }
@@ -251,7 +251,7 @@ void *sf__light_task_fn(void *p)
     }
     /* A copy: t is read now, while its owner waits for this task, and
      * written at the end only through publish. */
-    struct sf_light_slot v = *t;
+    struct sf_light_slot v = sf__light_task_copy(t);
     struct sf__light_frame fr = {root, l->d.pub.head, l->over_n, l->frames};
     l->frames = &fr;
     /* sf_fail() here fails the run (failure.h, Scopes): the frame names

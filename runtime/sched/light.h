@@ -73,6 +73,14 @@ struct sf__light {
     struct sf_light_slot ret;
 };
 
+/* A copy of slot t's task (its run and data), to run apart from t; not of
+ * t's libsf words, which other threads may be writing. */
+static inline struct sf_light_slot sf__light_task_copy(const struct sf_light_slot *t)
+{
+    struct sf_light_slot v = {.run = t->run, .u = t->u};
+    return v;
+}
+
 /* Runs slot t's task on w, its value into t->u (sf.h): a typed task by its
  * run, an sf_spawn() task by its function. The task spawns from w's head:
  * t must lie below it, or be a copy, or be free again once the task has
